@@ -1,0 +1,126 @@
+"""The command line under the batch contract of spec section 4, on the shipped examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xscl.cli.main import main
+from xscl.cli.run import ENGINES
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+def _keyed(records: list[dict[str, object]]) -> dict[object, dict[str, object]]:
+    return {r["result_id"]: r for r in records}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("example", ["thesis", "rss"])
+def test_run_gives_the_expected_results(engine: str, example: str, tmp_path: Path) -> None:
+    folder = EXAMPLES / example
+    out = tmp_path / "results.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(folder / "queries.xscl"),
+                 "--input", str(folder / "documents.jsonl"), "--output", str(out)])
+    assert code == 0
+    got, expected = _keyed(_records(out)), _keyed(_records(folder / "expected-results.jsonl"))
+    assert got == expected
+    assert (tmp_path / "results.deadletter.jsonl").exists()
+
+
+def test_thesis_example_has_one_result_for_q1_and_q2_and_none_for_q3(tmp_path: Path) -> None:
+    records = _records(EXAMPLES / "thesis" / "expected-results.jsonl")
+    assert sorted(str(r["query"]) for r in records) == ["Q1", "Q2"]
+    q1 = next(r for r in records if r["query"] == "Q1")
+    # d1: announcement=0 publisher=1 book=2 title=3 author=4 author=5 ...; d2: blog=0 title=1 author=2
+    assert q1["nodes"] == {"x2": "5", "x3": "3", "x5": "2", "x6": "1"}
+    assert q1["values"] == {"x2": "Danny Ayers", "x3": "Semantic Web Programming",
+                            "x5": "Danny Ayers", "x6": "Semantic Web Programming"}
+    assert [d["docid"] for d in q1["docs"]] == ["d1", "d2"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_malformed_documents_go_to_dead_letters_and_the_run_goes_on(
+    engine: str, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs.jsonl"
+    good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+    bad = [
+        json.dumps({"stream": "S", "docid": "broken", "ts": "2009-04-01T09:10:00Z",
+                    "xml": "<book><author>x</book>"}),
+        json.dumps({"stream": "S", "docid": "badts", "ts": "yesterday", "xml": "<a/>"}),
+        "this is not json",
+    ]
+    docs.write_text("\n".join([good[0], *bad, good[1]]) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    code = main(["run", "--engine", engine, "--queries",
+                 str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(docs), "--output", str(out)])
+    assert code == 0
+    assert sorted(str(r["query"]) for r in _records(out)) == ["Q1", "Q2"]
+    dead = _records(tmp_path / "r.deadletter.jsonl")
+    assert len(dead) == 3
+    assert all(d.get("reason") for d in dead)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_an_invalid_query_writes_nothing_and_exits_2(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text("ok: S//a->x JOIN {x=y, 1h} S//b->y;\nbad: S//a->x JOIN {x=z, 1h} S//b->y;\n")
+    out = tmp_path / "r.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(queries),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"), "--output", str(out)])
+    assert code == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "bad" in err and "XSCL-V001" in err
+
+
+def test_check_reports_every_bad_query_with_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text(
+        "good: S//a->x JOIN {x=y, 1h} S//b->y;\n"
+        "oops: S//a->x FOLLOWED {x=y, 1h} S//b->y;\n"
+        "good2: S//a->x JOIN {x=y, 2 d} S//b->y;\n"
+        "late: S//a->x JOIN {x=y, 1 week} S//b->y;\n"
+    )
+    assert main(["check", str(queries)]) == 2
+    captured = capsys.readouterr()
+    assert "oops:2:" in captured.err and "late:4:" in captured.err
+    assert "2 valid, 2 invalid" in captured.out
+    assert main(["check", str(EXAMPLES / "thesis" / "queries.xscl")]) == 0
+
+
+def test_check_with_a_stream_catalog_rejects_unknown_streams(tmp_path: Path) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text("S//a->x JOIN {x=y, 1h} T//b->y;\n")
+    assert main(["check", "--stream", "S", "--stream", "T", str(queries)]) == 0
+    assert main(["check", "--stream", "S", str(queries)]) == 2
+
+
+def test_explain_shows_normal_form_and_sharing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(EXAMPLES / "thesis" / "queries.xscl")]) == 0
+    out = capsys.readouterr().out
+    assert "S//book/author" in out
+    assert "Q1.x2" in out and "Q2.x2" in out
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    args = ["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+            "--output", str(tmp_path / "o.jsonl")]
+    assert main([*args, "--input", str(tmp_path / "missing.jsonl")]) == 2
+    assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--allowed-lateness", "soon"]) == 2
+    assert main([]) == 2

@@ -1,0 +1,76 @@
+"""The progress listener: one line per micro-batch with docs, results, lag and state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spark.spool_fixtures import fill_spool, make_docs
+from xscl.spark_plugin.progress import ProgressPrinter, batch_progress, observe_results
+
+
+def test_batch_progress_parses_a_progress_object() -> None:
+    figures = batch_progress(
+        {
+            "name": "serve",
+            "batchId": 4,
+            "numInputRows": 30,
+            "processedRowsPerSecond": 12.5,
+            "durationMs": {"triggerExecution": 2400},
+            "eventTime": {"watermark": "2006-06-01T10:00:00.000Z"},
+            "stateOperators": [
+                {"numRowsTotal": 7, "memoryUsedBytes": 100},
+                {"numRowsTotal": 3, "memoryUsedBytes": 50},
+            ],
+            "sources": [{"endOffset": '{"offset":40}', "latestOffset": '{"offset":55}'}],
+            "sink": {"numOutputRows": -1},
+            "observedMetrics": {"xscl": {"results": 9}},
+        }
+    )
+    assert (figures.documents, figures.results, figures.lag) == (30, 9, 15)
+    assert (figures.state_rows, figures.state_bytes) == (10, 150)
+    assert figures.line() == (
+        "[serve] batch 4: 30 docs, 9 results, 12.5 docs/s, 2400 ms, "
+        "watermark 2006-06-01T10:00:00.000Z, lag 15, state 10 rows / 150 bytes"
+    )
+    unknown = batch_progress({"batchId": 0, "sources": [{"endOffset": None}]})
+    assert (unknown.results, unknown.lag, unknown.watermark) == (None, None, None)
+
+
+@pytest.mark.spark
+def test_listener_reports_each_micro_batch(spark: Any, tmp_path: Path) -> None:
+    fill_spool(tmp_path / "spool", make_docs(20))
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    spark.streams.addListener(printer)
+    try:
+        docs = (
+            spark.readStream.format("xscl-spool")
+            .option("path", str(tmp_path / "spool"))
+            .option("maxRecordsPerBatch", "8")
+            .load()
+            .withWatermark("ts", "1 hour")
+            .dropDuplicates(["stream", "docid"])
+        )
+        results = observe_results(docs.where("offset % 2 = 0"))
+        query = (
+            results.writeStream.format("noop")
+            .queryName("progress_test")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+        assert printer.wait_for(3, timeout=30)
+    finally:
+        spark.streams.removeListener(printer)
+    with_data = [b for b in printer.batches if b.documents]
+    assert [b.documents for b in with_data] == [8, 8, 4]
+    assert [b.results for b in with_data] == [4, 4, 2]
+    assert [b.lag for b in with_data] == [12, 4, 0]
+    assert with_data[-1].state_rows == 20
+    assert with_data[-1].watermark is not None
+    assert all(line.startswith("[progress_test] batch ") for line in lines)

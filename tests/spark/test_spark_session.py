@@ -1,0 +1,76 @@
+"""The session builder: Java discovery (no JVM needed) and the embedded default's settings."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from xscl.spark_plugin.errors import JavaNotFoundError
+from xscl.spark_plugin.session import (
+    ROCKSDB_PROVIDER,
+    XsclHome,
+    find_java_home,
+    home_of,
+    recorded_java_home,
+)
+
+
+def _fake_java(home: Path, version: str = "17.0.9") -> Path:
+    binary = home / "bin" / "java"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2023-10-17\' >&2\n')
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    return binary
+
+
+def test_java_home_from_environment_wins(tmp_path: Path) -> None:
+    _fake_java(tmp_path / "jdk")
+    found = find_java_home({"JAVA_HOME": str(tmp_path / "jdk"), "PATH": ""}, venv=tmp_path)
+    assert found == tmp_path / "jdk"
+
+
+def test_java_home_without_java_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(JavaNotFoundError, match=r"XSCL-S001 .*bin/java.*bootstrap.sh java"):
+        find_java_home({"JAVA_HOME": str(tmp_path / "nowhere"), "PATH": ""}, venv=tmp_path)
+
+
+def test_java_home_recorded_by_bootstrap(tmp_path: Path) -> None:
+    _fake_java(tmp_path / "jre")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "activate").write_text(
+        f'export PATH=x\n\nexport JAVA_HOME="{tmp_path / "jre"}"  # xscl: JAVA_HOME\n'
+    )
+    assert recorded_java_home(venv) == tmp_path / "jre"
+    assert find_java_home({"PATH": ""}, venv=venv) == tmp_path / "jre"
+
+
+def test_java_on_path_must_be_17_or_21(tmp_path: Path) -> None:
+    old = _fake_java(tmp_path / "old", version="11.0.2")
+    with pytest.raises(JavaNotFoundError, match="openjdk-17-jre-headless"):
+        find_java_home({"PATH": str(old.parent)}, venv=tmp_path)
+    new = _fake_java(tmp_path / "new", version="21.0.1")
+    assert find_java_home({"PATH": str(new.parent)}, venv=tmp_path) == tmp_path / "new"
+
+
+def test_home_layout_is_created(tmp_path: Path) -> None:
+    home = XsclHome(tmp_path / "data").create()
+    for folder in (home.checkpoints, home.spool, home.results, home.tmp):
+        assert folder.is_dir()
+    assert "rootLogger.level = warn" in home.log4j_config.read_text()
+
+
+@pytest.mark.spark
+def test_shared_session_is_local_with_rocksdb(spark: object, spark_home: Path) -> None:
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    assert spark.sparkContext.master == "local[2]"
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == ROCKSDB_PROVIDER
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert home_of(spark).root == spark_home.resolve()
+    assert os.environ["JAVA_HOME"]

@@ -1,0 +1,1 @@
+"""The ``xscl`` command line: one module per command, wired together in ``main``."""

@@ -1,0 +1,57 @@
+"""Helpers shared by the commands: loading query files, printing errors, durations."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xscl.lang.ast import UNIT_MICROS, Query
+from xscl.lang.errors import XsclError
+from xscl.lang.parser import parse_file
+from xscl.lang.validation import validate_all
+
+
+@dataclass(frozen=True)
+class LoadedQueries:
+    """The valid queries of a file and every error found in it."""
+
+    queries: tuple[Query, ...]
+    errors: tuple[XsclError, ...]
+
+
+def load_queries(path: str | Path, *, streams: Sequence[str] | None = None) -> LoadedQueries:
+    """Parse and validate a query file; bad queries are reported, good ones kept."""
+    text = Path(path).read_text(encoding="utf-8")
+    parsed = parse_file(text, source=str(path))
+    good, invalid = validate_all(list(parsed.queries), streams=streams)
+    return LoadedQueries(tuple(good), tuple(parsed.errors) + tuple(invalid))
+
+
+def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = False) -> None:
+    """Write every error to stderr, as text with a caret excerpt or as JSON lines."""
+    for error in errors:
+        if as_json:
+            print(json.dumps({"source": source, **error.to_dict()}), file=sys.stderr)
+        else:
+            print(f"{source}:{error}", file=sys.stderr)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+def parse_duration(text: str) -> int:
+    """``'90s'``, ``'1h'``, ``'250ms'`` (no unit = seconds) -> microseconds.
+
+    Raises ``ValueError`` with a message fit for argparse.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h, 2d, 250ms)")
+    amount, unit = match.group(1), match.group(2) or "s"
+    from decimal import Decimal
+
+    return int(Decimal(amount) * UNIT_MICROS[unit])

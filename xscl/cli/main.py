@@ -1,0 +1,72 @@
+"""Entry point of the ``xscl`` console script.
+
+Each command is a module of this package exposing ``register(subparsers)``;
+the module adds its own sub-parser and sets ``func`` to a ``run(args) -> int``.
+Commands whose optional parts are missing are skipped (so ``--help`` always works).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from xscl import __version__
+
+#: Command modules, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "xscl.cli.check",
+    "xscl.cli.explain",
+    "xscl.cli.run",
+    "xscl.cli.poll",
+    "xscl.cli.templates_cmd",
+)
+
+DESCRIPTION = """\
+xscl evaluates many continuous XSCL join queries over XML and RSS/Atom streams.
+
+Typical session:
+  xscl check queries.xscl                 validate a query file (exit 0 or 2)
+  xscl explain queries.xscl               normal form, shared variables, templates
+  xscl run --queries Q.xscl --input docs.jsonl --output results.jsonl
+                                          evaluate a batch of documents
+  xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool
+
+The language is specified in docs/language.md; run 'xscl COMMAND --help' for details.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every available command registered."""
+    parser = argparse.ArgumentParser(
+        prog="xscl",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"xscl {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and exc.name.startswith("xscl"):
+                continue  # the command's package is not part of this build
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``xscl`` command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

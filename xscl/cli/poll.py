@@ -1,0 +1,168 @@
+"""``xscl poll FEEDS...``: poll RSS/Atom feeds (files, directories, URLs) into the spool.
+
+Prints a progress line on stderr (feeds done/total, items new/duplicate, errors) and
+a summary at the end of each pass on stdout. Feed errors are reported and counted,
+never fatal: exit 0 when the run completed, 2 on a usage error, 1 when the spool
+itself cannot be used (e.g. locked by another writer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from xscl.connectors.document import STREAM_NAME
+from xscl.connectors.errors import ConnectorIOError
+from xscl.connectors.feeds import FORMS
+from xscl.connectors.fetch import FeedStateStore, Fetcher, FetchPolicy
+from xscl.connectors.poller import Poller, PollSummary, expand_feed_sources
+from xscl.connectors.spool import Spool
+
+DEFAULT_SPOOL = "xscl-data/spool"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "poll",
+        help="poll RSS/Atom feeds into the durable spool",
+        description=(
+            "Read every feed (a file, a directory of feed files, or an http(s) URL), turn "
+            "each item into a document of STREAM (raw or normalized form, spec section 1) "
+            "and append it to the spool; items already in the spool (same stream and "
+            "docid) are counted as duplicates. HTTP uses conditional GET, retries and a "
+            "per-host rate limit; its state is kept in --state. Feed errors are reported "
+            "and written to the dead-letter file, never fatal."
+        ),
+        epilog="example: xscl poll --spool /tmp/spool --stream news feeds/ https://example.org/rss",
+    )
+    parser.add_argument("feeds", nargs="+", metavar="FEEDS", help="feed files, directories or URLs")
+    parser.add_argument(
+        "--spool", default=DEFAULT_SPOOL, help=f"spool directory (default {DEFAULT_SPOOL})"
+    )
+    parser.add_argument(
+        "--stream", default="feeds", help="stream name of the items (default feeds)"
+    )
+    parser.add_argument(
+        "--form", choices=FORMS, default="normalized", help="item form (default normalized)"
+    )
+    parser.add_argument("--state", help="HTTP state file (default SPOOL/feeds-state.json)")
+    parser.add_argument(
+        "--dead-letter", help="dead-letter JSONL file (default SPOOL/deadletter.jsonl)"
+    )
+    parser.add_argument(
+        "--interval", type=float, metavar="SECONDS", help="poll again every SECONDS"
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="one pass only (the default without --interval)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=20.0, help="HTTP timeout in seconds (default 20)"
+    )
+    parser.add_argument("--retries", type=int, default=3, help="HTTP retries (default 3)")
+    parser.add_argument(
+        "--min-host-interval",
+        type=float,
+        default=1.0,
+        help="seconds between requests to one host (default 1)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.set_defaults(func=run)
+
+
+def _usage_error(message: str) -> int:
+    print(f"xscl poll: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if not STREAM_NAME.match(args.stream):
+        return _usage_error(f"invalid stream name {args.stream!r}")
+    if args.interval is not None and args.interval <= 0:
+        return _usage_error("--interval must be positive")
+    if args.timeout <= 0 or args.retries < 0 or args.min_host_interval < 0:
+        return _usage_error(
+            "--timeout must be positive, --retries and --min-host-interval not negative"
+        )
+    spool_dir = Path(args.spool)
+    try:
+        spool = Spool(spool_dir)
+    except ConnectorIOError as exc:
+        print(f"xscl poll: {exc}", file=sys.stderr)
+        return 1
+    with spool:
+        state = FeedStateStore(args.state or spool_dir / "feeds-state.json")
+        policy = FetchPolicy(
+            timeout_s=args.timeout, retries=args.retries, min_host_interval_s=args.min_host_interval
+        )
+        dead_letter_path = Path(args.dead_letter or spool_dir / "deadletter.jsonl")
+        with open(dead_letter_path, "a", encoding="utf-8") as dead_letters:
+            poller = Poller(
+                spool,
+                stream=args.stream,
+                form=args.form,
+                fetcher=Fetcher(policy, state),
+                dead_letters=dead_letters,
+            )
+            try:
+                while True:
+                    sources = expand_feed_sources(args.feeds)
+                    summary = poller.poll(
+                        sources, progress=None if args.quiet else _progress_printer()
+                    )
+                    _print_summary(summary, args, spool, dead_letter_path)
+                    if args.once or args.interval is None:
+                        break
+                    time.sleep(args.interval)
+            except KeyboardInterrupt:
+                print("xscl poll: interrupted", file=sys.stderr)
+    return 0
+
+
+def _progress_printer() -> Callable[[PollSummary], None]:
+    tty = sys.stderr.isatty()
+
+    def show(summary: PollSummary) -> None:
+        step = max(1, summary.feeds // 20)
+        if not tty and summary.done % step and summary.done != summary.feeds:
+            return
+        line = (
+            f"poll: feeds {summary.done}/{summary.feeds} | items new {summary.new} "
+            f"dup {summary.duplicate} | errors {summary.errors}"
+        )
+        end = "\n" if not tty or summary.done == summary.feeds else ""
+        print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _print_summary(
+    summary: PollSummary, args: argparse.Namespace, spool: Spool, dead_letters: Path
+) -> None:
+    if args.json:
+        out = summary.to_dict()
+        out.update(
+            spool=str(spool.path),
+            stream=args.stream,
+            form=args.form,
+            next_offset=spool.next_offset(),
+        )
+        print(json.dumps(out, sort_keys=True), flush=True)
+        return
+    print(
+        f"feeds {summary.feeds}: ok {summary.feeds_ok}, not modified {summary.feeds_not_modified}, "
+        f"errors {summary.feeds_error} (bozo {summary.feeds_bozo}, not well-formed "
+        f"{summary.feeds_not_well_formed})\n"
+        f"items {summary.items}: new {summary.new}, duplicate {summary.duplicate}; "
+        f"unrecoverable items {summary.failed_items}; "
+        f"dead letters {summary.dead_letters} -> {dead_letters}\n"
+        f"spool {spool.path}: next offset {spool.next_offset()}",
+        flush=True,
+    )
+    for report in summary.reports:
+        if report.status == "error":
+            print(f"  error {report.source}: {report.error_code} {report.error}", flush=True)

@@ -1,0 +1,114 @@
+"""``run_batch`` of the local engine: the batch contract of spec section 4.
+
+Envelopes are read with ``xscl.connectors.document`` (file order = arrival
+order); malformed envelopes, Stage 1 rejects and late documents go to
+``RESULTS.deadletter.jsonl``; the result set is written sorted by (query,
+result_id). Both files are written to a temporary file in the same folder and
+renamed, dead letters first, so a complete-looking output is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xscl.connectors.document import read_envelope_file
+from xscl.connectors.errors import DeadLetter
+from xscl.engine.local import LocalEngine
+from xscl.lang.ast import Query
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """What a batch run did."""
+
+    documents: int
+    duplicates: int
+    late: int
+    dead_letters: int
+    results: int
+    published_documents: int
+    templates: int
+    output_path: Path
+    deadletter_path: Path
+
+
+def deadletter_path_for(output_path: Path) -> Path:
+    """``RESULTS.jsonl`` -> ``RESULTS.deadletter.jsonl``."""
+    name = output_path.name
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return output_path.with_name(f"{stem}.deadletter.jsonl")
+
+
+def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
+    """Write lines via a temporary file in the same folder, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run_batch(
+    queries: Sequence[Query],
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    allowed_lateness_micros: int | None = None,
+    view_cache: bool = True,
+) -> BatchSummary:
+    """Evaluate ``queries`` over the envelope file; write results and dead letters."""
+    engine = LocalEngine(
+        queries, allowed_lateness_micros=allowed_lateness_micros, view_cache=view_cache
+    )
+    output = Path(output_path)
+    dead_path = deadletter_path_for(output)
+    dead: list[str] = []
+    results = []
+    for line, item in enumerate(read_envelope_file(Path(input_path)), start=1):
+        if isinstance(item, DeadLetter):
+            dead.append(item.to_json())
+            continue
+        before = len(engine.stats.rejections)
+        results.extend(engine.process_one(item.stream, item.docid, item.ts_micros, item.xml))
+        for rejected in engine.stats.rejections[before:]:
+            dead.append(
+                json.dumps(
+                    {
+                        "source": str(input_path),
+                        "line": line,
+                        "stream": rejected.stream,
+                        "docid": rejected.docid,
+                        "reason": rejected.reason,
+                        "code": rejected.code,
+                    },
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+            )
+    results.sort(key=lambda r: (r.query, r.result_id))
+    write_lines_atomically(dead_path, dead)
+    write_lines_atomically(output, (r.to_json_line() for r in results))
+    return BatchSummary(
+        documents=engine.stats.documents,
+        duplicates=engine.stats.duplicates,
+        late=engine.stats.late,
+        dead_letters=len(dead),
+        results=len(results),
+        published_documents=engine.stats.published,
+        templates=engine.template_count,
+        output_path=output,
+        deadletter_path=dead_path,
+    )

@@ -1,0 +1,313 @@
+"""``LocalEngine``: Stage 1 + the shared join processor (MMQJP) in one process.
+
+Per new document (thesis Algorithm 4, made order-independent):
+
+1. re-delivered (stream, docid): ignored; later than the allowed lateness: a
+   dead letter (reason ``late``); XML Stage 1 rejects: a dead letter;
+2. Stage 1 evaluates every registered definition in one pass -> witnesses;
+3. the view cache gives the slices R_L,s for the document's strings;
+4. for every template and every block the document can fill, the role plan
+   joins the new witnesses, the slices, the stored R_bin and the R_T trie, and
+   Algorithm 3's window test keeps the matches (``xscl.engine.matcher``);
+5. each match becomes a result record (deduplicated by result id: set
+   semantics); results of PUBLISH queries are fed back as documents of the
+   published stream (docid = result id, ts = the match's end), through Stage 1;
+6. the document joins the state (Algorithm 2) and the cache (Algorithm 5);
+   with an allowed lateness, documents no window can reach any more are evicted.
+
+Example::
+
+    engine = LocalEngine(parse_queries(text))
+    records = engine.process(documents)     # list[ResultRecord]
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xscl.engine.matcher import Match, match_document
+from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord, result_id
+from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.stages import StreamStages
+from xscl.engine.state import DocState
+from xscl.engine.view_cache import Slice, ViewCache
+from xscl.lang.ast import Query
+from xscl.lang.normal_form import normalize
+from xscl.lang.normal_form.model import NormalQuery
+from xscl.templates.canonical import Template
+from xscl.templates.registry import QueryRow, TemplateRegistry
+from xscl.xpath import Stage1Error
+
+
+class PublishCycleError(ValueError):
+    """Queries publish into streams they (transitively) read (spec 3.4); code XSCL-V005."""
+
+    code = "XSCL-V005"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A document the engine did not accept: why, with a stable code."""
+
+    stream: str
+    docid: str
+    reason: str
+    code: str
+
+
+@dataclass
+class EngineStats:
+    documents: int = 0
+    duplicates: int = 0
+    late: int = 0
+    rejected: int = 0
+    published: int = 0
+    matches: int = 0
+    results: int = 0
+    evicted: int = 0
+    rejections: list[Rejected] = field(default_factory=list)
+
+
+class LocalEngine:
+    """The in-process engine (``--engine local``); see the module docstring."""
+
+    def __init__(
+        self,
+        queries: Iterable[Query | NormalQuery] = (),
+        *,
+        view_cache: bool = True,
+        view_cache_max_rows: int | None = 5_000_000,
+        allowed_lateness_micros: int | None = None,
+    ) -> None:
+        self.stage1 = StreamStages()
+        self.registry = TemplateRegistry(intern=self.stage1.register)
+        self.cache = ViewCache(enabled=view_cache, max_rows=view_cache_max_rows)
+        self.allowed_lateness = allowed_lateness_micros
+        self.plans: dict[Template, list[RolePlan]] = {}
+        self.outputs: dict[str, QueryOutput] = {}
+        self.publish: dict[str, str] = {}
+        self.docs: dict[tuple[str, str], DocState] = {}
+        self.seen: set[tuple[str, str]] = set()
+        self.emitted: set[str] = set()
+        self.trees = DocumentTrees()
+        self.stats = EngineStats()
+        self.max_ts: int | None = None
+        self._seq = 0
+        self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
+        normal = [q if isinstance(q, NormalQuery) else normalize(q) for q in queries]
+        check_publish_cycles(normal)
+        for query in normal:
+            self.add_query(query)
+
+    # ---------------------------------------------------------------- registry
+    def add_query(self, query: Query | NormalQuery) -> QueryRow:
+        """Register one query (its R_T row, Stage 1 requirements, output plan)."""
+        normal = query if isinstance(query, NormalQuery) else normalize(query)
+        if normal.qid in self.outputs:
+            self.remove_query(normal.qid)
+        row = self.registry.add(normal)
+        template = row.template
+        for meta, var_id in enumerate(row.var_ids):
+            parent = template.parents[meta]
+            if parent >= 0:
+                self.stage1.require_pair(row.var_ids[parent], var_id)
+            if template.documents[meta] or parent < 0:
+                self.stage1.require_nodes(var_id)
+        for a, b in template.value_edges:
+            self.stage1.require_value(row.var_ids[a])
+            self.stage1.require_value(row.var_ids[b])
+        plans = self.plans.get(template)
+        if plans is None:
+            plans = [
+                RolePlan(template, r, role_steps(template, r)) for r in range(template.block_count)
+            ]
+            self.plans[template] = plans
+        for plan in plans:
+            plan.insert(row)
+        self.outputs[normal.qid] = QueryOutput(normal, self.stage1)
+        if normal.query.publish is not None:
+            self.publish[normal.qid] = normal.query.publish
+        return row
+
+    def remove_query(self, qid: str) -> bool:
+        """Unregister a query: its R_T row goes; shared witnesses stay for the others."""
+        if qid not in self.outputs:
+            return False
+        template = self.registry.template_of(qid)
+        row = self.registry.table(template).rows[qid]
+        for plan in self.plans[template]:
+            plan.delete(row)
+        self.registry.remove(qid)
+        if not any(p.rows for p in self.plans[template]):
+            del self.plans[template]
+        del self.outputs[qid]
+        self.publish.pop(qid, None)
+        return True
+
+    @property
+    def template_count(self) -> int:
+        return len(self.plans)
+
+    # -------------------------------------------------------------- processing
+    def process(self, documents: Iterable[Any]) -> list[ResultRecord]:
+        """Process documents in arrival order; return the new results, in production order.
+
+        A document is anything with ``stream``, ``docid``, ``ts_micros`` and ``xml``
+        (``xscl.connectors.document.Document``) or a 4-tuple in that order.
+        """
+        out: list[ResultRecord] = []
+        for item in documents:
+            if isinstance(item, tuple):
+                stream, docid, ts, xml = item
+            else:
+                stream, docid, ts, xml = item.stream, item.docid, item.ts_micros, item.xml
+            out.extend(self.process_one(stream, docid, ts, xml))
+        return out
+
+    def process_one(self, stream: str, docid: str, ts: int, xml: str) -> list[ResultRecord]:
+        """One input document and every published document it causes."""
+        results: list[ResultRecord] = []
+        queue: deque[tuple[str, str, int, str, bool]] = deque([(stream, docid, ts, xml, False)])
+        while queue:
+            s, d, t, x, derived = queue.popleft()
+            for record in self._ingest(s, d, t, x, derived):
+                results.append(record)
+                target = self.publish.get(record.query)
+                if target is not None:
+                    queue.append((target, record.result_id, record.end_micros, record.xml, True))
+        return results
+
+    def _ingest(
+        self, stream: str, docid: str, ts: int, xml: str, derived: bool
+    ) -> list[ResultRecord]:
+        key = (stream, docid)
+        if key in self.seen:
+            self.stats.duplicates += 1
+            return []
+        lateness = self.allowed_lateness
+        if (
+            not derived
+            and lateness is not None
+            and self.max_ts is not None
+            and ts < self.max_ts - lateness
+        ):
+            self.stats.late += 1
+            self.stats.rejections.append(Rejected(stream, docid, "late", "XSCL-R008"))
+            return []
+        try:
+            batch = self.stage1.evaluate(stream, docid, ts, xml)
+        except Stage1Error as exc:
+            self.stats.rejected += 1
+            self.stats.rejections.append(Rejected(stream, docid, exc.message, exc.code))
+            return []
+        self.seen.add(key)
+        self._seq += 1
+        doc = DocState.from_witnesses(stream, docid, ts, xml, self._seq, batch)
+        if derived:
+            self.stats.published += 1
+        else:
+            self.stats.documents += 1
+        records = [self._record(m) for m in self.matches(doc)]
+        fresh: list[ResultRecord] = []
+        for record in records:
+            if record.result_id not in self.emitted:
+                self.emitted.add(record.result_id)
+                fresh.append(record)
+        self.stats.results += len(fresh)
+        self.docs[key] = doc
+        self.cache.add(doc)
+        heapq.heappush(self._by_ts, (ts, self._seq, key))
+        if not derived:
+            self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
+        self._evict()
+        return fresh
+
+    def matches(self, doc: DocState) -> list[Match]:
+        """Every match of every template with ``doc`` in any block (the join processor)."""
+        strings = {s for _, _, s in doc.value_rows if s}
+        memo: dict[str, Slice] = self.cache.lookup(strings, self.docs.values()) if strings else {}
+
+        def slice_of(value: str) -> Slice:
+            part = memo.get(value)
+            if part is None:
+                part = self.cache.lookup([value], self.docs.values()).get(value, {})
+                memo[value] = part
+            return part
+
+        def stored() -> Iterable[DocState]:
+            return self.docs.values()
+
+        found: list[Match] = []
+        for plans in self.plans.values():
+            for plan in plans:
+                if plan.rows:
+                    found.extend(match_document(plan, doc, slice_of, stored))
+        self.stats.matches += len(found)
+        return found
+
+    def _record(self, match: Match) -> ResultRecord:
+        row, docs, nodes = match
+        template = row.template
+        joined = sorted({m for edge in template.value_edges for m in edge})
+        join_nodes = {row.names[m]: nodes[m] for m in joined}
+        values = {row.names[m]: docs[template.blocks[m]].values.get(nodes[m], "") for m in joined}
+        keys = [(d.stream, d.docid) for d in docs]
+        rid = result_id(row.qid, keys, join_nodes)
+        output = self.outputs[row.qid]
+        ts = [d.ts for d in docs]
+        return ResultRecord(
+            query=row.qid,
+            result_id=rid,
+            docs=tuple((d.stream, d.docid, d.ts) for d in docs),
+            nodes=tuple(sorted(join_nodes.items())),
+            values=tuple(sorted(values.items())),
+            xml=output.build_xml(docs, join_nodes, self.trees),
+            start_micros=min(ts),
+            end_micros=max(ts),
+        )
+
+    # --------------------------------------------------------------- eviction
+    def _evict(self) -> None:
+        """Drop documents no query window can reach from the watermark any more."""
+        if self.allowed_lateness is None or self.max_ts is None:
+            return
+        reach = max(
+            (p.max_window for ps in self.plans.values() for p in ps if p.rows),
+            default=0,
+            key=lambda w: float("inf") if w is None else w,
+        )
+        if reach is None:
+            return
+        horizon = self.max_ts - self.allowed_lateness - reach
+        while self._by_ts and self._by_ts[0][0] < horizon:
+            _, _, key = heapq.heappop(self._by_ts)
+            doc = self.docs.pop(key, None)
+            if doc is not None:
+                self.cache.remove(doc)
+                self.stats.evicted += 1
+
+
+def check_publish_cycles(queries: Sequence[NormalQuery]) -> None:
+    """Raise ``PublishCycleError`` when PUBLISH/FROM references form a cycle."""
+    reads: dict[str, set[str]] = {}
+    for query in queries:
+        if query.query.publish is not None:
+            reads.setdefault(query.query.publish, set()).update(b.stream for b in query.blocks)
+    state: dict[str, int] = {}
+
+    def visit(stream: str) -> None:
+        state[stream] = 1
+        for source in reads.get(stream, ()):
+            if state.get(source) == 1:
+                raise PublishCycleError(f"PUBLISH cycle through stream {source!r}")
+            if source not in state:
+                visit(source)
+        state[stream] = 2
+
+    for stream in reads:
+        if stream not in state:
+            visit(stream)

@@ -1,0 +1,283 @@
+"""Result records, result ids and output XML of the local engine (spec 3.3, 3.4, section 4).
+
+For each block of a match the engine needs the block's *full* pattern again
+(the template kept only the joined part): ``QueryOutput`` registers, with
+Stage 1, every pattern variable of every block, its pattern edges and the
+block's first step, so that the embeddings consistent with a result (same
+documents, same join-variable nodes) can be enumerated from the stored R_bin of
+each document. From them:
+
+* ``SELECT *``: per block the first-step node that is deepest among the
+  consistent embeddings (it is then an ancestor-or-self of the block's join
+  nodes), or the first in document order when the block has no join variable,
+  or the root element for a block without steps;
+* ``SELECT x, ...``: the join variable's node, or the first binding of a
+  non-join variable in document order among consistent embeddings.
+
+Nodes are copied from the document (parsed again, safely, on demand and cached):
+elements deep-copied without their tail, attribute and text nodes as text.
+
+Example: thesis Q1 over d1 (book) and d2 (blog) gives
+``<result query="Q1"><book>...</book><blog>...</blog></result>``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+
+from xscl.connectors.document import format_ts
+from xscl.engine.stages import StreamStages
+from xscl.engine.state import DocState
+from xscl.lang.normal_form.model import NormalQuery
+from xscl.xpath import parse_document
+from xscl.xpath.nodes import attribute_qname, text_children
+
+
+def result_id(query_id: str, docs: Sequence[tuple[str, str]], nodes: Mapping[str, str]) -> str:
+    """First 32 hex digits of SHA-256 over ``[qid, [[stream, docid]...], [[var, node]...]]``."""
+    payload = [query_id, [list(d) for d in docs], [[v, nodes[v]] for v in sorted(nodes)]]
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """One result (spec section 4); ``start``/``end`` are the match's interval."""
+
+    query: str
+    result_id: str
+    docs: tuple[tuple[str, str, int], ...]
+    nodes: tuple[tuple[str, str], ...]
+    values: tuple[tuple[str, str], ...]
+    xml: str
+    start_micros: int
+    end_micros: int
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "result_id": self.result_id,
+            "docs": [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in self.docs],
+            "nodes": dict(self.nodes),
+            "values": dict(self.values),
+            "xml": self.xml,
+        }
+
+    def to_json_line(self) -> str:
+        return json.dumps(self.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class BlockOutput:
+    """What output construction needs of one block: var ids of its full pattern."""
+
+    variables: tuple[str, ...]
+    ids: Mapping[str, int]
+    parent: Mapping[str, str]
+    first_id: int | None
+    first_is_root: bool
+
+
+class DocumentTrees:
+    """Parsed documents by (stream, docid), least recently used dropped first."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._trees: OrderedDict[tuple[str, str], _Tree] = OrderedDict()
+
+    def get(self, doc: DocState) -> _Tree:
+        tree = self._trees.get(doc.key)
+        if tree is None:
+            tree = _Tree(parse_document(doc.xml))
+            self._trees[doc.key] = tree
+            if len(self._trees) > self.capacity:
+                self._trees.popitem(last=False)
+        else:
+            self._trees.move_to_end(doc.key)
+        return tree
+
+
+class _Tree:
+    """Node ids of one document -> lxml objects, document order and depth (spec section 1)."""
+
+    def __init__(self, root: etree._Element) -> None:
+        self.elements: list[etree._Element] = []
+        self.order: dict[str, tuple[int, int]] = {}
+        self._counter = 0
+        self._visit(root, 0)
+
+    def _next(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    def _visit(self, element: etree._Element, depth: int) -> None:
+        index = len(self.elements)
+        self.elements.append(element)
+        self.order[str(index)] = (self._next(), depth)
+        for key in element.attrib:
+            self.order[f"{index}/@{attribute_qname(element, str(key))}"] = (self._next(), depth + 1)
+        k = 0
+        if element.text:
+            k += 1
+            self.order[f"{index}/text()[{k}]"] = (self._next(), depth + 1)
+        for child in element:
+            if isinstance(child.tag, str):
+                self._visit(child, depth + 1)
+            if child.tail:
+                k += 1
+                self.order[f"{index}/text()[{k}]"] = (self._next(), depth + 1)
+
+    def key(self, node: str) -> int:
+        """Document-order position of a node id."""
+        return self.order[node][0]
+
+    def depth(self, node: str) -> int:
+        return self.order[node][1]
+
+    def append(self, parent: etree._Element, node: str) -> None:
+        """Append a copy of ``node`` to ``parent`` (an element, or its text)."""
+        head, _, rest = node.partition("/")
+        element = self.elements[int(head)]
+        if not rest:
+            clone = copy.deepcopy(element)
+            clone.tail = None
+            parent.append(clone)
+            return
+        if rest.startswith("@"):
+            name = rest[1:]
+            text = next(
+                str(v)
+                for k, v in element.attrib.items()
+                if attribute_qname(element, str(k)) == name
+            )
+        else:
+            k = int(rest[len("text()[") : -1])
+            text = text_children(element)[k - 1]
+        if len(parent):
+            last = parent[-1]
+            last.tail = (last.tail or "") + text
+        else:
+            parent.text = (parent.text or "") + text
+
+
+class QueryOutput:
+    """Output construction for one query (see module docstring)."""
+
+    def __init__(self, query: NormalQuery, stage1: StreamStages) -> None:
+        self.query = query
+        self.qid = query.qid
+        self.select = query.query.select
+        self.blocks: list[BlockOutput | None] = []
+        for block in query.blocks:
+            if block.first_step is None:
+                self.blocks.append(None)
+                continue
+            ids = {v.name: stage1.register(v.definition) for v in block.variables}
+            for var_id in ids.values():
+                stage1.require_nodes(var_id)
+            parent = {child: par for par, child in block.edges}
+            for par, child in block.edges:
+                stage1.require_pair(ids[par], ids[child])
+            first_id = stage1.register(block.first_step)
+            first_is_root = False
+            if block.root is None:
+                stage1.require_nodes(first_id)
+            elif block.first_step == query.variable(block.root).definition:
+                first_is_root = True
+            else:
+                stage1.require_pair(first_id, ids[block.root])
+            self.blocks.append(
+                BlockOutput(
+                    tuple(v.name for v in block.variables), ids, parent, first_id, first_is_root
+                )
+            )
+
+    def embeddings(
+        self, block: int, doc: DocState, fixed: Mapping[str, str]
+    ) -> Iterator[dict[str, str]]:
+        """Assignments of the block's pattern variables in ``doc`` agreeing with ``fixed``."""
+        out = self.blocks[block]
+        assert out is not None
+        names = out.variables
+        assign: dict[str, str] = {}
+
+        def walk(i: int) -> Iterator[dict[str, str]]:
+            if i == len(names):
+                yield dict(assign)
+                return
+            name = names[i]
+            var = out.ids[name]
+            parent = out.parent.get(name)
+            if parent is None:
+                candidates: Sequence[str] = doc.nodes.get(var, ())
+            else:
+                index = doc.down.get((out.ids[parent], var), {})
+                candidates = index.get(assign[parent], ())
+            if name in fixed:
+                candidates = [fixed[name]] if fixed[name] in candidates else []
+            for node in candidates:
+                assign[name] = node
+                yield from walk(i + 1)
+            assign.pop(name, None)
+
+        return walk(0)
+
+    def first_nodes(self, block: int, doc: DocState, embedding: Mapping[str, str]) -> Sequence[str]:
+        out = self.blocks[block]
+        assert out is not None and out.first_id is not None
+        root = out.variables[0]
+        if out.first_is_root:
+            return [embedding[root]]
+        return doc.up.get((out.first_id, out.ids[root]), {}).get(embedding[root], ())
+
+    def build_xml(
+        self, docs: Sequence[DocState], join_nodes: Mapping[str, str], trees: DocumentTrees
+    ) -> str:
+        result = etree.Element("result", query=self.qid)
+        if self.select is None:
+            for index, doc in enumerate(docs):
+                tree = trees.get(doc)
+                tree.append(result, self._first_step_node(index, doc, join_nodes, tree))
+        else:
+            for name in self.select:
+                holder = etree.SubElement(result, "var", name=name)
+                index = self.query.block_of(name)
+                doc = docs[index]
+                tree = trees.get(doc)
+                if name in join_nodes:
+                    node = join_nodes[name]
+                else:
+                    fixed = self._fixed(index, join_nodes)
+                    node = min((e[name] for e in self.embeddings(index, doc, fixed)), key=tree.key)
+                tree.append(holder, node)
+        return str(etree.tostring(result, encoding="unicode"))
+
+    def _fixed(self, block: int, join_nodes: Mapping[str, str]) -> dict[str, str]:
+        out = self.blocks[block]
+        assert out is not None
+        return {n: join_nodes[n] for n in out.variables if n in join_nodes}
+
+    def _first_step_node(
+        self, block: int, doc: DocState, join_nodes: Mapping[str, str], tree: _Tree
+    ) -> str:
+        out = self.blocks[block]
+        if out is None:
+            return "0"
+        if not out.variables:
+            assert out.first_id is not None
+            return min(doc.nodes.get(out.first_id, ()), key=tree.key)
+        fixed = self._fixed(block, join_nodes)
+        firsts = {
+            n for e in self.embeddings(block, doc, fixed) for n in self.first_nodes(block, doc, e)
+        }
+        if fixed:
+            return max(firsts, key=tree.depth)
+        return min(firsts, key=tree.key)

@@ -1,0 +1,150 @@
+"""Physical plans of a template's conjunctive query, one per role of the new document.
+
+Order independence (spec 3.3) means a new document must find every partner
+already stored, in *every* block it can fill. So each template has one plan per
+block ``r`` (the new document plays block r; all other blocks come from the join
+state), and each plan is a join order over the template's meta-variables:
+
+1. block r's nodes top-down through the new document's R_binW (``new_root``,
+   ``new_down``);
+2. then, block by block, a node reached through a value edge from a placed node
+   (``value``: a probe of the view-cache slice of that string), its ancestors
+   (``up``: R_bin probed by child node) and the block's other nodes (``down``);
+   a block no value edge reaches is scanned (``scan``), e.g. ``A JOIN {TRUE, 1h} B``.
+
+The query table R_T joins *during* the walk: each plan keeps R_T as a trie over
+the var-id columns in the plan's order, so a meta-variable only tries the var
+ids some query of the template has at that position (a hash join with R_T whose
+build side is shared by all queries). Leaves hold the R_T rows.
+
+Example: thesis template [v1(v2,v3)] FOLLOWED BY [v4(v5,v6)] v2=v5 v3=v6, role 1:
+new_root v4, new_down v5 (from v4), new_down v6 (from v4), value v2 (from v5),
+up v1 (from v2), down v3 (from v1; checks v3=v6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from xscl.templates.canonical import Template
+from xscl.templates.registry import QueryRow
+
+StepKind = Literal["new_root", "new_down", "value", "up", "down", "scan"]
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """Place meta-variable ``meta`` (of ``block``) by ``kind`` from ``anchor`` (-1 = none).
+
+    ``checks`` are placed meta-variables (or ``meta`` itself, for ``x=x``) whose
+    value must equal this one's.
+    """
+
+    meta: int
+    block: int
+    kind: StepKind
+    anchor: int
+    checks: tuple[int, ...]
+
+
+@dataclass
+class RolePlan:
+    """The plan for the new document in block ``role`` of ``template``, with its R_T trie."""
+
+    template: Template
+    role: int
+    steps: tuple[PlanStep, ...]
+    trie: dict[int, Any] = field(default_factory=dict)
+    rows: int = 0
+    max_window: int | None = 0
+
+    def insert(self, row: QueryRow) -> None:
+        node = self.trie
+        for step in self.steps[:-1]:
+            node = node.setdefault(row.var_ids[step.meta], {})
+        leaf: dict[str, QueryRow] = node.setdefault(row.var_ids[self.steps[-1].meta], {})
+        leaf[row.qid] = row
+        self.rows += 1
+        if self.max_window is not None:
+            if any(w is None for w in row.windows):
+                self.max_window = None
+            else:
+                self.max_window = max([self.max_window, *(w for w in row.windows if w is not None)])
+
+    def delete(self, row: QueryRow) -> None:
+        path: list[tuple[dict[int, Any], int]] = []
+        node = self.trie
+        for step in self.steps:
+            key = row.var_ids[step.meta]
+            path.append((node, key))
+            node = node[key]
+        leaf: Any = node
+        del leaf[row.qid]
+        self.rows -= 1
+        for parent, key in reversed(path):
+            if parent[key]:
+                break
+            del parent[key]
+
+
+def role_steps(template: Template, role: int) -> tuple[PlanStep, ...]:
+    """The join order for ``role`` (see the module docstring)."""
+    placed: list[int] = []
+    steps: list[PlanStep] = []
+    neighbours: dict[int, list[int]] = {i: [] for i in range(template.size)}
+    for a, b in template.value_edges:
+        neighbours[a].append(b)
+        if a != b:
+            neighbours[b].append(a)
+
+    def place(meta: int, kind: StepKind, anchor: int) -> None:
+        checks = tuple(w for w in neighbours[meta] if w in placed or w == meta)
+        placed.append(meta)
+        steps.append(PlanStep(meta, template.blocks[meta], kind, anchor, checks))
+
+    for meta in template.block_members(role):
+        parent = template.parents[meta]
+        place(meta, "new_root" if parent < 0 else "new_down", parent)
+    remaining = [b for b in range(template.block_count) if b != role]
+    while remaining:
+        start: tuple[int, int, int] | None = None
+        for block in remaining:
+            for meta in template.block_members(block):
+                partners = [w for w in neighbours[meta] if w in placed]
+                if partners:
+                    start = (block, meta, min(partners))
+                    break
+            if start is not None:
+                break
+        if start is None:
+            block = remaining[0]
+            top = next(m for m in template.block_members(block) if template.parents[m] < 0)
+            place(top, "scan", -1)
+        else:
+            block, meta, partner = start
+            place(meta, "value", partner)
+            child = meta
+            while template.parents[child] >= 0:
+                parent = template.parents[child]
+                place(parent, "up", child)
+                child = parent
+        for meta in template.block_members(block):
+            if meta not in placed:
+                place(meta, "down", template.parents[meta])
+        remaining.remove(block)
+    return tuple(steps)
+
+
+def windows_hold(kinds: tuple[str, ...], windows: tuple[int | None, ...], ts: list[int]) -> bool:
+    """Spec 3.2's chain semantics for block timestamps ``ts`` (left-associative)."""
+    start = end = ts[0]
+    for k, kind in enumerate(kinds):
+        t, window = ts[k + 1], windows[k]
+        if kind == "FOLLOWED BY":
+            if not end < t or (window is not None and t - start > window):
+                return False
+        elif window is not None and max(end, t) - min(start, t) > window:
+            return False
+        start, end = min(start, t), max(end, t)
+    return True

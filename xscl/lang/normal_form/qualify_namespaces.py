@@ -1,0 +1,138 @@
+"""Rule 1: replace namespace prefixes by their URIs, so identity does not depend on prefixes.
+
+Two files may bind different prefixes to one namespace, or one prefix to two
+namespaces; a variable's canonical identity (spec 3.5) must follow the URI.
+
+* **Name tests.** ``NodeTest.prefix`` is replaced by the Clark form ``"{uri}"``
+  (braces included; a prefix as written never contains ``{``). Unprefixed tests
+  stay unprefixed: they match by local name in any namespace (spec 3.1).
+* **Function predicates.** Declared prefixes used in the XPath text are renamed
+  ``n0``, ``n1``, ... in order of first use, and the text is preceded by one XPath
+  comment per binding, ``(:xmlns n0="uri":)``, so the expression is
+  self-contained: ``function_namespaces`` reads the map back for evaluation.
+  String literals and comments are left untouched; prefixes that the query does
+  not declare (``fn:``, ``xs:``) are left as they are.
+
+Before (with ``DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";``)::
+
+    S//a:entry[contains(a:title, 'x')]
+
+After::
+
+    Step('//', NodeTest('element', 'entry', '{http://www.w3.org/2005/Atom}'),
+         predicates=(FunctionPredicate(
+             '(:xmlns n0="http://www.w3.org/2005/Atom":) contains(n0:title, \\'x\\')'),))
+
+A prefix the query does not declare raises ``XsclValidationError`` XSCL-V008
+(``xscl.lang.validation`` reports it with its position before this rule runs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from urllib.parse import quote, unquote
+
+from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Query, Step
+from xscl.lang.errors import XsclValidationError
+from xscl.lang.normal_form.paths import (
+    PathRewrite,
+    map_predicate_paths,
+    rebuild_step,
+    replace_block_steps,
+)
+from xscl.lang.parser import XML_NAMESPACE  # the ``xml`` prefix is always bound (spec 2)
+
+# Tokens of an XPath expression that may not be rewritten (string literals,
+# comments), and QName prefixes: an NCName followed by ':' and a name start
+# character (so the axis separator '::' is not taken for a prefix), not itself
+# the local part of a QName (but it may follow an axis, 'child::p:a').
+_XPATH_TOKEN = re.compile(
+    r"""(?P<string>"(?:[^"]|"")*"|'(?:[^']|'')*')"""
+    r"""|(?P<comment>\(:.*?:\))"""
+    r"""|(?P<prefix>(?<![\w.\-$])(?<![^:]:)[A-Za-z_][\w.\-]*)(?=:[A-Za-z_*])""",
+    re.DOTALL,
+)
+_BINDING_COMMENT = re.compile(r'\(:xmlns ([A-Za-z_][\w.\-]*)="([^"]*)":\)\s*')
+
+
+def namespace_map(query: Query) -> dict[str, str]:
+    """The prefixes bound for ``query``: its declarations plus ``xml``."""
+    bound = dict(query.namespaces)
+    bound.setdefault("xml", XML_NAMESPACE)
+    return bound
+
+
+def clark_prefix(uri: str) -> str:
+    """The value ``NodeTest.prefix`` takes in normal form for a namespace URI."""
+    return "{" + uri + "}"
+
+
+def qualify_namespaces(query: Query) -> Query:
+    """Rewrite every prefix of ``query``'s blocks to its namespace URI (see module doc)."""
+    bound = namespace_map(query)
+
+    def rewrite(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+        return tuple(_qualify_step(step, bound, query.qid, rewrite) for step in steps)
+
+    return replace_block_steps(query, lambda _index, block: rewrite(block.steps))
+
+
+def _qualify_step(step: Step, bound: Mapping[str, str], qid: str, rewrite: PathRewrite) -> Step:
+    test = step.test
+    if test.prefix is not None and not test.prefix.startswith("{"):
+        uri = bound.get(test.prefix)
+        if uri is None:
+            raise XsclValidationError(
+                "XSCL-V008",
+                f"unknown namespace prefix {test.prefix!r}",
+                qid=qid,
+                line=step.span.line if step.span else None,
+                column=step.span.column if step.span else None,
+                expected=("a prefix bound by DECLARE NAMESPACE",),
+            )
+        test = NodeTest(test.kind, test.local, clark_prefix(uri))
+    predicates: list[Predicate] = []
+    for predicate in step.predicates:
+        if isinstance(predicate, FunctionPredicate):
+            predicates.append(FunctionPredicate(qualify_function_text(predicate.expression, bound)))
+        else:
+            predicates.append(map_predicate_paths(predicate, rewrite))
+    return rebuild_step(step, step.var, tuple(predicates), test)
+
+
+def qualify_function_text(expression: str, bound: Mapping[str, str]) -> str:
+    """Rename the declared prefixes of an XPath expression canonically (see module doc)."""
+    if _BINDING_COMMENT.match(expression):
+        return expression  # already qualified
+    canonical: dict[str, str] = {}  # uri -> canonical prefix
+
+    def substitute(match: re.Match[str]) -> str:
+        prefix = match.group("prefix")
+        if prefix is None or prefix not in bound:
+            return match.group(0)
+        uri = bound[prefix]
+        if uri not in canonical:
+            canonical[uri] = f"n{len(canonical)}"
+        return canonical[uri]
+
+    body = _XPATH_TOKEN.sub(substitute, expression)
+    if not canonical:
+        return expression
+    header = "".join(
+        f'(:xmlns {p}="{quote(uri, safe=":/#?&=@+,;~")}":)' for uri, p in canonical.items()
+    )
+    return f"{header} {body}"
+
+
+def function_namespaces(expression: str) -> dict[str, str]:
+    """The namespace map a normal-form function predicate needs (``{}`` if none).
+
+    Stage 1 passes it to ``elementpath`` together with the expression.
+    """
+    found: dict[str, str] = {}
+    position = 0
+    while match := _BINDING_COMMENT.match(expression, position):
+        found[match.group(1)] = unquote(match.group(2))
+        position = match.end()
+    return found

@@ -1,0 +1,223 @@
+"""Documents and the JSON Lines document envelope (spec/XSCL.md sections 1 and 4).
+
+``read_envelopes`` turns envelope lines into ``Document`` objects and
+dead-letter records. It never stops on bad input: a line that is not UTF-8 or
+not JSON, an envelope with missing/ill-typed fields, a bad ``ts``, malformed,
+too large or too deep XML, or (with an allowed lateness) a late document becomes
+one ``DeadLetter`` and reading continues.
+
+Decisions: blank lines are skipped (they are not documents); envelope keys other
+than ``stream``/``docid``/``ts``/``xml`` are ignored; ``docid`` must be a
+non-empty string. A re-delivered ``(stream, docid)`` of an *accepted* document is
+ignored (first delivery wins, spec 1) and counted, whatever its content; a
+docid whose first delivery was dead-lettered may be delivered again. With an
+allowed lateness L, a document whose ts is older than ``max ts of the documents
+accepted so far (file order) - L`` is dead-lettered with reason ``late``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from lxml import etree
+
+from xscl.reference.timestamps import TimestampError, parse_ts
+from xscl.reference.xmltree import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DocTree,
+    XmlDocumentError,
+    parse_xml,
+)
+
+STREAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+#: Stable dead-letter codes of the reference evaluator and their meaning.
+DEAD_LETTER_CODES: dict[str, str] = {
+    "XSCL-R001": "line is not UTF-8 or not a JSON object",
+    "XSCL-R002": "envelope field missing or of the wrong type",
+    "XSCL-R003": "invalid ts (RFC 3339 date-time or seconds since the epoch expected)",
+    "XSCL-R004": "invalid stream name",
+    "XSCL-R005": "document larger than the configured limit",
+    "XSCL-R006": "malformed XML",
+    "XSCL-R007": "document nested deeper than the limit",
+    "XSCL-R008": "late: older than the allowed lateness",
+}
+_XML_ERROR_CODES = {"malformed": "XSCL-R006", "too_large": "XSCL-R005", "too_deep": "XSCL-R007"}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One event: a parsed XML document of a stream with its event time (UTC microseconds)."""
+
+    stream: str
+    docid: str
+    ts_micros: int
+    xml: str
+    tree: etree._ElementTree = field(compare=False, repr=False)
+
+    @cached_property
+    def index(self) -> DocTree:
+        """The node index of the tree (built once, on first use)."""
+        return DocTree(self.tree)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.stream, self.docid)
+
+
+def make_document(
+    stream: str,
+    docid: str,
+    ts: object,
+    xml: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Document:
+    """Build a Document, parsing ``ts`` (RFC 3339 text, seconds, or int micros) and the XML.
+
+    An ``int`` ``ts`` given here is taken as microseconds (this is the API for
+    programmatic use); envelope numbers are seconds and go through ``parse_ts``.
+    Raises ``TimestampError`` or ``XmlDocumentError`` (both ``ValueError``).
+    """
+    ts_micros = ts if isinstance(ts, int) and not isinstance(ts, bool) else parse_ts(ts)
+    tree = parse_xml(xml, max_bytes=max_bytes, max_depth=max_depth)
+    return Document(stream, docid, ts_micros, xml, tree)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A rejected input line: where, which document (when known), why, and a stable code."""
+
+    line: int
+    stream: str | None
+    docid: str | None
+    reason: str
+    error_code: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "stream": self.stream,
+            "docid": self.docid,
+            "reason": self.reason,
+            "error_code": self.error_code,
+        }
+
+
+@dataclass
+class EnvelopeStats:
+    """Counters of one ``read_envelopes`` call."""
+
+    lines: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    late: int = 0
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid JSON number here")
+
+
+def read_envelopes(
+    lines: Iterable[str | bytes],
+    *,
+    allowed_lateness_micros: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    stats: EnvelopeStats | None = None,
+) -> tuple[list[Document], list[DeadLetter]]:
+    """Read envelope lines (file order = arrival order) into documents and dead letters."""
+    stats = stats if stats is not None else EnvelopeStats()
+    documents: list[Document] = []
+    dead: list[DeadLetter] = []
+    seen: set[tuple[str, str]] = set()
+    max_ts: int | None = None
+
+    def reject(line: int, stream: str | None, docid: str | None, reason: str, code: str) -> None:
+        dead.append(DeadLetter(line, stream, docid, reason, code))
+        stats.dead_letters += 1
+
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                stats.lines += 1
+                reject(number, None, None, f"line is not valid UTF-8: {exc}", "XSCL-R001")
+                continue
+        else:
+            text = raw
+        if not text.strip():
+            continue
+        stats.lines += 1
+        try:
+            envelope = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+        except ValueError as exc:
+            reject(number, None, None, f"line is not valid JSON: {exc}", "XSCL-R001")
+            continue
+        if not isinstance(envelope, dict):
+            reject(number, None, None, "line is not a JSON object", "XSCL-R001")
+            continue
+        stream, docid, ts, xml = (envelope.get(k) for k in ("stream", "docid", "ts", "xml"))
+        stream_s = stream if isinstance(stream, str) else None
+        docid_s = docid if isinstance(docid, str) else None
+        problem = _envelope_problem(stream, docid, ts, xml)
+        if problem is not None:
+            reject(number, stream_s, docid_s, problem, "XSCL-R002")
+            continue
+        assert isinstance(stream, str) and isinstance(docid, str) and isinstance(xml, str)
+        if not STREAM_NAME.fullmatch(stream):
+            reject(number, stream, docid, f"invalid stream name {stream!r}", "XSCL-R004")
+            continue
+        if (stream, docid) in seen:
+            stats.duplicates += 1
+            continue
+        try:
+            ts_micros = parse_ts(ts)
+        except TimestampError as exc:
+            reject(number, stream, docid, str(exc), "XSCL-R003")
+            continue
+        try:
+            tree = parse_xml(xml, max_bytes=max_bytes, max_depth=max_depth)
+        except XmlDocumentError as exc:
+            reject(number, stream, docid, str(exc), _XML_ERROR_CODES[exc.kind])
+            continue
+        if (
+            allowed_lateness_micros is not None
+            and max_ts is not None
+            and ts_micros < max_ts - allowed_lateness_micros
+        ):
+            stats.late += 1
+            reject(number, stream, docid, "late", "XSCL-R008")
+            continue
+        seen.add((stream, docid))
+        max_ts = ts_micros if max_ts is None else max(max_ts, ts_micros)
+        documents.append(Document(stream, docid, ts_micros, xml, tree))
+        stats.accepted += 1
+    return documents, dead
+
+
+def _envelope_problem(stream: object, docid: object, ts: object, xml: object) -> str | None:
+    missing = [
+        name
+        for name, value in (("stream", stream), ("docid", docid), ("ts", ts), ("xml", xml))
+        if value is None
+    ]
+    if missing:
+        return f"envelope field(s) missing: {', '.join(missing)}"
+    if not isinstance(stream, str):
+        return "envelope field 'stream' must be a string"
+    if not isinstance(docid, str) or not docid:
+        return "envelope field 'docid' must be a non-empty string"
+    if not isinstance(xml, str):
+        return "envelope field 'xml' must be a string"
+    return None

@@ -1,0 +1,50 @@
+"""Errors of the Spark plugin: stable ``XSCL-S0xx`` codes.
+
+Each error subclasses the matching builtin (``OSError`` for a missing runtime or an
+unreadable directory, ``ValueError`` for a bad option) so callers that only know the
+builtins still catch them. Errors pickle: data-source errors are raised on executors
+and travel back to the driver.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+#: Stable error codes and their one-line meaning.
+ERROR_CODES: dict[str, str] = {
+    "XSCL-S001": "no usable Java runtime (Java 17 or 21) was found",
+    "XSCL-S002": "invalid option of an xscl Spark data source",
+    "XSCL-S003": "the spool cannot be read",
+    "XSCL-S004": "a results directory holds a file it cannot understand",
+}
+
+
+class _Coded:
+    code: ClassVar[str]
+
+    def __str__(self) -> str:
+        return f"{self.code} {super().__str__()}"
+
+
+class JavaNotFoundError(_Coded, OSError):
+    """No Java runtime could be found before starting the JVM."""
+
+    code = "XSCL-S001"
+
+
+class DataSourceOptionError(_Coded, ValueError):
+    """An option of ``xscl-spool`` / ``xscl-results`` is missing or malformed."""
+
+    code = "XSCL-S002"
+
+
+class SpoolReadError(_Coded, OSError):
+    """The spool directory is missing or cannot be read."""
+
+    code = "XSCL-S003"
+
+
+class ResultsDirectoryError(_Coded, OSError):
+    """A results directory holds a committed file that cannot be parsed."""
+
+    code = "XSCL-S004"

@@ -1,0 +1,162 @@
+"""One line per micro-batch from Spark's query progress (what ``xscl serve`` prints).
+
+``ProgressPrinter`` is a ``StreamingQueryListener``: Spark calls it on the driver, on
+its listener-bus thread, once per finished micro-batch (and on start/termination),
+asynchronously to the query. It parses the progress JSON into a ``BatchProgress``:
+
+* ``documents``: input rows of the batch (spool records);
+* ``results``: the ``results`` count of the observed metric ``xscl`` when the job
+  attached one (``observe_results``), else the sink's row count when it reports one;
+* ``docs_per_s``: Spark's processed rows per second;
+* ``watermark``: the event-time watermark (None before any);
+* ``lag``: the spool's committed end minus the batch's end offset, from the
+  ``xscl-spool`` source's ``latestOffset`` (its ``reportLatestOffset``);
+* ``state_rows`` / ``state_bytes``: summed over the stateful operators.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: Name of the observed metric that carries the results count.
+OBSERVED_NAME = "xscl"
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """The per-micro-batch figures ``xscl serve`` prints."""
+
+    query: str
+    batch_id: int
+    documents: int
+    results: int | None
+    docs_per_s: float
+    watermark: str | None
+    lag: int | None
+    state_rows: int
+    state_bytes: int
+    duration_ms: int
+
+    def line(self) -> str:
+        """The printed line, fixed field order, ``-`` for unknown values."""
+        results = "-" if self.results is None else str(self.results)
+        lag = "-" if self.lag is None else str(self.lag)
+        return (
+            f"[{self.query}] batch {self.batch_id}: {self.documents} docs, {results} results, "
+            f"{self.docs_per_s:.1f} docs/s, {self.duration_ms} ms, "
+            f"watermark {self.watermark or '-'}, lag {lag}, "
+            f"state {self.state_rows} rows / {self.state_bytes} bytes"
+        )
+
+
+def _offset(value: Any) -> int | None:
+    """The ``offset`` of an ``xscl-spool`` offset (a dict or its JSON text)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, Mapping) and isinstance(value.get("offset"), int):
+        return int(value["offset"])
+    return None
+
+
+def _lag(sources: list[Mapping[str, Any]]) -> int | None:
+    total, known = 0, False
+    for source in sources:
+        latest, end = _offset(source.get("latestOffset")), _offset(source.get("endOffset"))
+        if latest is not None and end is not None:
+            total += max(0, latest - end)
+            known = True
+    return total if known else None
+
+
+def _results(progress: Mapping[str, Any]) -> int | None:
+    observed = (progress.get("observedMetrics") or {}).get(OBSERVED_NAME) or {}
+    if isinstance(observed.get("results"), int):
+        return int(observed["results"])
+    sink_rows = (progress.get("sink") or {}).get("numOutputRows")
+    return int(sink_rows) if isinstance(sink_rows, int) and sink_rows >= 0 else None
+
+
+def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
+    """Parse one ``StreamingQueryProgress`` JSON object."""
+    operators = progress.get("stateOperators") or []
+    return BatchProgress(
+        query=str(progress.get("name") or progress.get("id") or "query"),
+        batch_id=int(progress.get("batchId", -1)),
+        documents=int(progress.get("numInputRows") or 0),
+        results=_results(progress),
+        docs_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
+        watermark=(progress.get("eventTime") or {}).get("watermark"),
+        lag=_lag(list(progress.get("sources") or [])),
+        state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators),
+        state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
+        duration_ms=int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+    )
+
+
+def observe_results(results: DataFrame) -> DataFrame:
+    """Attach the ``xscl`` observed metric (``results`` = row count) to a results frame."""
+    from pyspark.sql import functions as F
+
+    return results.observe(OBSERVED_NAME, F.count(F.lit(1)).alias("results"))
+
+
+class ProgressPrinter(StreamingQueryListener):
+    """Turns progress events into lines; keeps the last ``keep`` for inspection.
+
+    ``emit`` (default ``print``) is called on Spark's listener thread for every
+    micro-batch; exceptions in it are swallowed by Spark, so keep it simple.
+    ``results`` (batch id -> results count) fills in the results of sinks that do
+    not report them (``foreachBatch``), when no ``xscl`` observed metric is attached.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[str], None] | None = print,
+        *,
+        keep: int = 1000,
+        results: Mapping[int, int] | None = None,
+    ) -> None:
+        self.emit = emit
+        self.results = results
+        self.batches: deque[BatchProgress] = deque(maxlen=keep)
+        self._changed = threading.Condition()
+
+    def onQueryStarted(self, event: Any) -> None:
+        """A query started (driver, listener thread, once per start)."""
+
+    def onQueryProgress(self, event: Any) -> None:
+        """A micro-batch finished (driver, listener thread, once per batch)."""
+        figures = batch_progress(json.loads(event.progress.json))
+        if figures.results is None and self.results is not None:
+            figures = replace(figures, results=self.results.get(figures.batch_id))
+        with self._changed:
+            self.batches.append(figures)
+            self._changed.notify_all()
+        if self.emit is not None:
+            self.emit(figures.line())
+
+    def onQueryIdle(self, event: Any) -> None:
+        """No new data (driver, listener thread): nothing to print."""
+
+    def onQueryTerminated(self, event: Any) -> None:
+        """A query stopped (driver, listener thread, once per query)."""
+        if self.emit is not None and event.exception:
+            self.emit(f"query {event.id} failed: {event.exception}")
+
+    def wait_for(self, batches: int, timeout: float) -> bool:
+        """Block until at least ``batches`` progress events arrived (events are async)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.batches) >= batches, timeout)

@@ -1,0 +1,17 @@
+"""Register the xscl Spark data sources on a session (driver, once per session)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def register_data_sources(spark: SparkSession) -> None:
+    """Make ``format("xscl-spool")`` and ``format("xscl-results")`` available (idempotent)."""
+    from xscl.spark_plugin.results_sink import ResultsDataSource
+    from xscl.spark_plugin.spool_source import SpoolDataSource
+
+    spark.dataSource.register(SpoolDataSource)
+    spark.dataSource.register(ResultsDataSource)

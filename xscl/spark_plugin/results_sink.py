@@ -1,0 +1,285 @@
+"""``xscl-results``: an idempotent sink of result records (spec section 4), plus its reader.
+
+Layout of a results directory (``path`` option)::
+
+    _staging/<uuid>.jsonl               written by tasks, not yet committed
+    part-<batch:020d>-<task:05d>.jsonl  committed data, one JSON result record per line
+    _commits/<batch:020d>.json          commit marker of a micro-batch: its part files
+    _commits/w-<ns>-<uuid>.json         commit marker of a batch (non-streaming) write
+
+Guarantee: a micro-batch is visible exactly when its marker exists, and the marker is
+written atomically (temporary file, ``fsync``, ``rename``, directory ``fsync``) after
+its part files are in place. A replayed micro-batch (Spark re-runs the batch whose
+commit it did not log before a crash, with the same id and the same offsets) finds
+its marker and discards its new files, or, if the crash hit before the marker,
+renames its files over the same names. Either way no line and no file is ever
+duplicated. Readers (``read_results`` / ``compact``) only read files named by
+markers and also drop any repeated ``result_id`` (first committed wins), so even an
+upstream that emits a result twice yields a set. One streaming query per directory
+(batch ids are the query's); the directory must be shared by driver and executors.
+
+Where things run: ``write`` on executors (once per task and attempt; the writer
+object is pickled there, so it holds only strings and booleans); ``commit`` /
+``abort`` on the driver (once per micro-batch or write).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import Row, StructType
+
+from xscl.connectors.document import format_ts
+from xscl.spark_plugin.errors import DataSourceOptionError, ResultsDirectoryError
+
+FORMAT_NAME = "xscl-results"
+STAGING = "_staging"
+COMMITS = "_commits"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass
+class StagedPart(WriterCommitMessage):
+    """What one task wrote: its staging file (None when it had no rows)."""
+
+    partition: int
+    staged: str | None
+    rows: int
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or creation in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` so readers see the old or the new file, never a mix."""
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, target)
+    fsync_dir(target.parent)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo is not None else value.astimezone()
+        delta = moment - _EPOCH
+        return format_ts((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    if isinstance(value, Row):
+        return {key: _json_value(item) for key, item in value.asDict().items()}
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    return value
+
+
+def record_line(row: Row) -> str:
+    """The JSON line of one result row (spec section 4; timestamps as RFC 3339 UTC)."""
+    record = _json_value(row)
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def stage_rows(path: str, rows: Iterable[Row]) -> StagedPart:
+    """Write one task's rows to a staging file (executor, once per task attempt)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    staging = Path(path) / STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    target = staging / f"{uuid.uuid4().hex}.jsonl"
+    count = 0
+    seen: set[str] = set()
+    with open(target, "w", encoding="utf-8", newline="\n") as handle:
+        for row in rows:
+            result_id = row["result_id"]
+            if result_id in seen:
+                continue
+            seen.add(result_id)
+            handle.write(record_line(row))
+            handle.write("\n")
+            count += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    if count == 0:
+        target.unlink()
+        return StagedPart(partition, None, 0)
+    return StagedPart(partition, str(target), count)
+
+
+def _parts(messages: Iterable[WriterCommitMessage | None]) -> list[StagedPart]:
+    return sorted(
+        (m for m in messages if isinstance(m, StagedPart)), key=lambda part: part.partition
+    )
+
+
+def discard(messages: Iterable[WriterCommitMessage | None]) -> None:
+    """Delete the staging files of an aborted or already committed batch (driver)."""
+    for part in _parts(messages):
+        if part.staged is not None:
+            Path(part.staged).unlink(missing_ok=True)
+
+
+def commit_batch(
+    path: str, marker_name: str, messages: Iterable[WriterCommitMessage | None]
+) -> bool:
+    """Publish a batch's staged parts under ``marker_name``; False if it was already there."""
+    root = Path(path)
+    commits = root / COMMITS
+    commits.mkdir(parents=True, exist_ok=True)
+    marker = commits / f"{marker_name}.json"
+    parts = _parts(messages)
+    if marker.exists():
+        discard(parts)
+        return False
+    published: list[dict[str, Any]] = []
+    for part in parts:
+        if part.staged is None:
+            continue
+        name = f"part-{marker_name}-{part.partition:05d}.jsonl"
+        os.replace(part.staged, root / name)
+        published.append({"file": name, "rows": part.rows})
+    fsync_dir(root)
+    body = {"batch": marker_name, "parts": published, "rows": sum(p["rows"] for p in published)}
+    write_atomically(marker, json.dumps(body, sort_keys=True).encode("utf-8"))
+    return True
+
+
+class ResultsDataSource(DataSource):
+    """The ``xscl-results`` format (driver: once per plan)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name (driver, at registration)."""
+        return FORMAT_NAME
+
+    def _path(self) -> str:
+        path = self.options.get("path")
+        if not path:
+            raise DataSourceOptionError("xscl-results needs option 'path' (a directory)")
+        return str(path)
+
+    def writer(self, schema: StructType, overwrite: bool) -> ResultsBatchWriter:
+        """A one-shot writer (driver, once per write; pickled to executors)."""
+        _require_result_id(schema)
+        return ResultsBatchWriter(self._path(), overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ResultsStreamWriter:
+        """A micro-batch writer (driver, once per query start; pickled to executors)."""
+        _require_result_id(schema)
+        return ResultsStreamWriter(self._path())
+
+
+def _require_result_id(schema: StructType) -> None:
+    if "result_id" not in schema.fieldNames():
+        raise DataSourceOptionError("xscl-results needs a 'result_id' column to be idempotent")
+
+
+class ResultsStreamWriter(DataSourceStreamWriter):
+    """Writes each micro-batch once, keyed by its batch id (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, iterator: Iterator[Row]) -> StagedPart:
+        """Stage this task's rows (executor, once per task attempt)."""
+        return stage_rows(self.path, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Publish the micro-batch unless it is already published (driver, once per batch)."""
+        commit_batch(self.path, f"{batchId:020d}", messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Drop what the failed attempt staged (driver, on task failure)."""
+        discard(messages)
+
+
+class ResultsBatchWriter(DataSourceWriter):
+    """Writes one ``df.write`` as a batch with a fresh, time-ordered marker name."""
+
+    def __init__(self, path: str, overwrite: bool) -> None:
+        self.path = path
+        self.overwrite = overwrite
+
+    def write(self, iterator: Iterator[Row]) -> StagedPart:
+        """Stage this task's rows (executor, once per task attempt)."""
+        return stage_rows(self.path, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Publish the write; with ``mode("overwrite")`` retire earlier markers (driver, once)."""
+        if self.overwrite:
+            for marker in sorted((Path(self.path) / COMMITS).glob("*.json")):
+                marker.unlink()
+        commit_batch(self.path, f"w-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Drop what the failed write staged (driver, on failure)."""
+        discard(messages)
+
+
+def committed_markers(path: str | Path) -> list[dict[str, Any]]:
+    """The commit markers of a results directory, in commit order (streaming batches first)."""
+    commits = Path(path) / COMMITS
+    if not commits.is_dir():
+        return []
+    markers = []
+    for marker in sorted(commits.glob("*.json")):
+        try:
+            markers.append(json.loads(marker.read_text(encoding="utf-8")))
+        except ValueError as exc:
+            raise ResultsDirectoryError(f"commit marker {marker} is not JSON: {exc}") from exc
+    return markers
+
+
+def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Every committed result record once (first committed wins), in commit order."""
+    root = Path(path)
+    seen: set[str] = set()
+    for marker in committed_markers(root):
+        for part in marker["parts"]:
+            with open(root / part["file"], encoding="utf-8") as handle:
+                for number, line in enumerate(handle, start=1):
+                    try:
+                        record = json.loads(line)
+                    except ValueError as exc:
+                        raise ResultsDirectoryError(
+                            f"{part['file']}:{number} is not a JSON record: {exc}"
+                        ) from exc
+                    if record["result_id"] in seen:
+                        continue
+                    seen.add(record["result_id"])
+                    yield record
+
+
+def compact(path: str | Path, output: str | Path) -> int:
+    """Write the deduplicated result set of ``path`` to one JSONL file, atomically."""
+    lines = [
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for record in read_results(path)
+    ]
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, "".join(lines).encode("utf-8"))
+    return len(lines)

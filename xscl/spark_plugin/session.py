@@ -1,0 +1,236 @@
+"""Build the SparkSession xscl runs in: embedded local mode by default, a cluster unchanged.
+
+Where things run:
+
+* **Driver** (this Python process plus the JVM it starts through Py4J): the session,
+  query planning, the Python streaming-source planner (``initialOffset`` /
+  ``latestOffset`` / ``partitions`` / ``commit`` of ``xscl-spool``, in a Python worker
+  the driver JVM starts), the results writer's ``commit`` and the progress listener.
+* **Executors** (Python workers of the executor JVMs; in local mode threads of the
+  driver JVM with their own Python worker processes): ``read`` of the sources,
+  ``write`` of the sinks, ``mapInArrow`` / ``transformWithStateInPandas`` functions.
+  Every Python process must be able to ``import xscl``: install the package (wheel,
+  image, packed venv) or put it on ``PYTHONPATH``; ``--py-files`` does not reach the
+  source planner (DESIGN.md, platform facts).
+
+The embedded default keeps everything under one directory, ``--home`` (default
+``./xscl-data``): ``checkpoints/`` (Spark checkpoints: offsets, commits, RocksDB
+state), ``spool/`` (the durable input spool), ``results/`` (sinks) and ``tmp/``
+(Spark's scratch space). Under ``spark-submit`` (a JVM already exists) the master
+given there wins and only the SQL settings below are applied.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xscl.spark_plugin.errors import JavaNotFoundError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The master of the embedded default: two local cores.
+DEFAULT_MASTER = "local[2]"
+#: Default ``--home`` directory (relative to the working directory).
+DEFAULT_HOME = "xscl-data"
+#: Environment variable naming the master when none is passed.
+MASTER_ENV = "XSCL_SPARK_MASTER"
+#: The state store every stateful operator uses (state spills to disk, survives kill -9).
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_SUPPORTED_JAVA = ("17", "21")
+_ACTIVATE_JAVA = re.compile(r'^export JAVA_HOME="([^"]+)"\s*#\s*xscl: JAVA_HOME', re.MULTILINE)
+_JAVA_HINT = (
+    "set JAVA_HOME to a Java 17 or 21 runtime, run 'bash scripts/bootstrap.sh java' "
+    "(it finds or installs one and records it in .venv/bin/activate), or install "
+    "Debian's openjdk-17-jre-headless"
+)
+_QUIET_LOG4J = """\
+# xscl: Spark logs warnings and errors only (written by xscl.spark_plugin.session)
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.sparkconf.name = org.apache.spark.SparkConf
+logger.sparkconf.level = error
+logger.rocksdb.name = org.apache.spark.sql.execution.streaming.state
+logger.rocksdb.level = warn
+"""
+
+
+@dataclass(frozen=True)
+class XsclHome:
+    """The local directory layout of the embedded default."""
+
+    root: Path
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def spool(self) -> Path:
+        return self.root / "spool"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def log4j_config(self) -> Path:
+        return self.root / "conf" / "log4j2.properties"
+
+    def create(self) -> XsclHome:
+        """Make every directory (idempotent) and write the quiet log configuration."""
+        folders = (self.checkpoints, self.spool, self.results, self.tmp, self.log4j_config.parent)
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        if not self.log4j_config.exists():
+            self.log4j_config.write_text(_QUIET_LOG4J, encoding="utf-8")
+        return self
+
+
+def java_major_version(java: Path) -> str | None:
+    """The major version (``"17"``) of a ``java`` binary, or None if it does not run."""
+    try:
+        out = subprocess.run(
+            [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if match is None:
+        return None
+    major, minor = match.group(1), match.group(2)
+    return minor if major == "1" and minor else major
+
+
+def recorded_java_home(venv: Path) -> Path | None:
+    """The JAVA_HOME ``scripts/bootstrap.sh java`` recorded in ``venv/bin/activate``."""
+    activate = venv / "bin" / "activate"
+    try:
+        text = activate.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    matches = _ACTIVATE_JAVA.findall(text)
+    return Path(matches[-1]) if matches else None
+
+
+def find_java_home(
+    environ: Mapping[str, str] | None = None, *, venv: Path | None = None
+) -> Path:
+    """Locate the Java runtime Spark will use, before any JVM is started.
+
+    Order: ``JAVA_HOME``; the one ``scripts/bootstrap.sh java`` recorded in the venv's
+    ``bin/activate``; a ``java`` on ``PATH`` that is Java 17 or 21. Raises
+    ``JavaNotFoundError`` (``XSCL-S001``) saying how to get one otherwise.
+    """
+    env = os.environ if environ is None else environ
+    configured = env.get("JAVA_HOME")
+    if configured:
+        home = Path(configured)
+        if (home / "bin" / "java").exists():
+            return home
+        raise JavaNotFoundError(f"JAVA_HOME={configured} has no bin/java; {_JAVA_HINT}")
+    recorded = recorded_java_home(Path(sys.prefix) if venv is None else venv)
+    if recorded is not None and (recorded / "bin" / "java").exists():
+        return recorded
+    on_path = shutil.which("java", path=env.get("PATH"))
+    if on_path is not None:
+        binary = Path(on_path).resolve()
+        if java_major_version(binary) in _SUPPORTED_JAVA:
+            return binary.parent.parent
+    raise JavaNotFoundError(f"no Java 17 or 21 runtime found; {_JAVA_HINT}")
+
+
+def _jvm_running() -> bool:
+    """Is there a JVM already (spark-submit started us, or a session exists)?"""
+    from pyspark import SparkContext
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ or SparkContext._active_spark_context is not None
+
+
+def session_conf(home: XsclHome, *, shuffle_partitions: int = 2) -> dict[str, str]:
+    """The Spark settings xscl relies on (all overridable through ``conf``)."""
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.sql.warehouse.dir": str(home.root / "warehouse"),
+        "spark.local.dir": str(home.tmp),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j.configurationFile=file:{home.log4j_config} -Dderby.system.home={home.tmp}"
+        ),
+    }
+
+
+def build_session(
+    master: str | None = None,
+    app_name: str = "xscl",
+    conf: Mapping[str, str] | None = None,
+    *,
+    home: str | Path | None = None,
+) -> SparkSession:
+    """Get or start the SparkSession xscl runs in (runs on the driver, once per process).
+
+    ``master``: explicit argument, else ``conf["spark.master"]``, else
+    ``$XSCL_SPARK_MASTER``, else whatever ``spark-submit`` configured, else
+    ``local[2]``. ``home`` (default ``./xscl-data``) receives checkpoints, spool,
+    results and scratch space. Java is located (``find_java_home``) before a JVM is
+    started, so a missing runtime is a clear ``JavaNotFoundError``, not a Py4J trace.
+    The xscl data sources are registered on the returned session.
+    """
+    from pyspark.sql import SparkSession
+
+    layout = XsclHome(Path(home if home is not None else DEFAULT_HOME).resolve()).create()
+    settings = session_conf(layout)
+    settings.update(conf or {})
+    chosen = master or settings.pop("spark.master", None) or os.environ.get(MASTER_ENV)
+    builder = SparkSession.builder.appName(app_name)
+    if not _jvm_running():
+        os.environ["JAVA_HOME"] = str(find_java_home())
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        chosen = chosen or DEFAULT_MASTER
+        if chosen.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no hostname warning
+        builder = builder.master(chosen)
+    elif chosen:
+        builder = builder.master(chosen)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    from xscl.spark_plugin.registration import register_data_sources
+
+    register_data_sources(spark)
+    return spark
+
+
+def home_of(spark: SparkSession) -> XsclHome:
+    """The ``XsclHome`` a session was built with (from its warehouse directory)."""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    if warehouse is None:
+        return XsclHome(Path(DEFAULT_HOME).resolve())
+    return XsclHome(Path(warehouse.removeprefix("file:")).parent)

@@ -1,0 +1,32 @@
+"""Stage 1: shared XPath evaluation of all registered variable definitions (thesis 6.3).
+
+Public API: :class:`Stage1` (register definitions, state requirements,
+evaluate documents), the witness relations of :mod:`xscl.xpath.witness`,
+safe parsing limits and the stable error codes of :mod:`xscl.xpath.errors`.
+"""
+
+from xscl.xpath.errors import Stage1Error
+from xscl.xpath.safe_parse import ParseLimits, parse_document
+from xscl.xpath.stage1 import Document, Stage1
+from xscl.xpath.witness import (
+    BINDINGS_SCHEMA,
+    DOCS_SCHEMA,
+    MATCHES_SCHEMA,
+    VALUES_SCHEMA,
+    DocumentError,
+    WitnessBatch,
+)
+
+__all__ = [
+    "BINDINGS_SCHEMA",
+    "DOCS_SCHEMA",
+    "MATCHES_SCHEMA",
+    "VALUES_SCHEMA",
+    "Document",
+    "DocumentError",
+    "ParseLimits",
+    "Stage1",
+    "Stage1Error",
+    "WitnessBatch",
+    "parse_document",
+]

@@ -1,0 +1,259 @@
+"""Filter predicates on the nodes the automaton reaches (spec section 3.1).
+
+Predicates of a canonical definition bind nothing, so each is a boolean test
+of its context node: ``[path]`` (some node exists), ``[path op literal]``
+(some node's normalised value compares true) and ``[fn(...)]`` (XPath 2.0
+effective boolean value, see :mod:`xscl.xpath.functions`).  Relative paths are
+evaluated here directly on the lxml tree with the same axis rules as the
+automaton (``.//x`` excludes the context element, ``.//@x`` includes its own
+attributes; name tests without a namespace match by local name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+
+from lxml import etree
+
+from xscl.lang.ast import (
+    CompareOp,
+    ComparisonPredicate,
+    FunctionPredicate,
+    LiteralValue,
+    NodeTest,
+    NumberLiteral,
+    PathPredicate,
+    Predicate,
+    RelPath,
+    Step,
+)
+from xscl.xpath.functions import DocumentFunctions, FunctionPredicateError
+from xscl.xpath.nodes import (
+    AttributeNode,
+    Node,
+    TextNode,
+    attribute_items,
+    raw_string_value,
+    split_name,
+    text_children,
+)
+from xscl.xpath.strings import OPERATORS, compare, normalize, parse_number
+
+
+def name_matches(test: NodeTest, clark: str) -> bool:
+    """Whether an element/attribute named ``clark`` passes a named ``test``."""
+    uri, local = split_name(clark)
+    if test.local != local:
+        return False
+    return test.prefix is None or test.prefix == "{" + uri + "}"
+
+
+def _elements(candidates: Iterator[etree._Element], test: NodeTest) -> Iterator[etree._Element]:
+    for element in candidates:
+        tag = element.tag
+        if not isinstance(tag, str):
+            continue
+        if test.kind == "wildcard" or name_matches(test, tag):
+            yield element
+
+
+def _attributes_of(element: etree._Element, test: NodeTest) -> Iterator[AttributeNode]:
+    for key, value in attribute_items(element):
+        if name_matches(test, key):
+            yield AttributeNode(element, key, value)
+
+
+def _texts_of(element: etree._Element) -> Iterator[TextNode]:
+    for index, text in enumerate(text_children(element), start=1):
+        yield TextNode(element, index, text)
+
+
+def axis_nodes(context: Node, step: Step) -> Iterator[Node]:
+    """Nodes one step selects from ``context``, before the step's predicates."""
+    if not isinstance(context, etree._Element):
+        return  # attributes and text nodes have no children
+    kind = step.test.kind
+    if step.axis == "/":
+        if kind in ("element", "wildcard"):
+            yield from _elements(iter(context), step.test)
+        elif kind == "attribute":
+            yield from _attributes_of(context, step.test)
+        else:
+            yield from _texts_of(context)
+        return
+    if kind in ("element", "wildcard"):
+        yield from _elements(context.iterdescendants(), step.test)
+        return
+    for element in context.iter():
+        if isinstance(element.tag, str):
+            if kind == "attribute":
+                yield from _attributes_of(element, step.test)
+            else:
+                yield from _texts_of(element)
+
+
+class PathTable:
+    """Interns relative paths so that per-document caches key on a small int."""
+
+    def __init__(self) -> None:
+        self._ids: dict[RelPath, int] = {}
+
+    def key(self, path: RelPath) -> int:
+        return self._ids.setdefault(path, len(self._ids))
+
+
+@dataclass(frozen=True)
+class CompiledPredicate:
+    """A predicate with its relative path interned (``path_key``) and its number parsed."""
+
+    predicate: Predicate
+    path_key: int
+    steps: tuple[Step, ...]
+
+
+def compile_predicates(
+    predicates: tuple[Predicate, ...], table: PathTable
+) -> tuple[CompiledPredicate, ...]:
+    out = []
+    for predicate in predicates:
+        if isinstance(predicate, (PathPredicate, ComparisonPredicate)):
+            path = predicate.path
+            out.append(CompiledPredicate(predicate, table.key(path), path.steps))
+        else:
+            out.append(CompiledPredicate(predicate, -1, ()))
+    return tuple(out)
+
+
+class PredicateEvaluator:
+    """Evaluates filter predicates on the nodes of one document.
+
+    Per document it memoises, for elements: the result of a whole predicate
+    tuple (key chosen by the caller), the normalised values a relative path
+    selects (so thousands of comparisons on ``./title`` read the titles once),
+    and element string values.  ``function_errors`` counts function
+    predicates that failed (and were false).
+    """
+
+    __slots__ = (
+        "_cache",
+        "_child_names",
+        "_functions",
+        "_path_numbers_cache",
+        "_path_values",
+        "_strings",
+        "function_errors",
+        "root",
+    )
+
+    def __init__(self, root: etree._Element) -> None:
+        self.root = root
+        self._functions: DocumentFunctions | None = None
+        self._cache: dict[tuple[int, etree._Element], bool] = {}
+        self._path_values: dict[tuple[int, etree._Element], list[str]] = {}
+        self._path_numbers_cache: dict[tuple[int, etree._Element], list[Decimal]] = {}
+        self._strings: dict[etree._Element, str] = {}
+        self._child_names: dict[etree._Element, set[str]] = {}
+        self.function_errors = 0
+
+    def select(self, context: Node, steps: tuple[Step, ...]) -> Iterator[Node]:
+        """Nodes a relative path selects from ``context`` (duplicates possible)."""
+        if not steps:
+            yield context
+            return
+        first, rest = steps[0], steps[1:]
+        for node in axis_nodes(context, first):
+            if self.all_hold(first.predicates, node):
+                yield from self.select(node, rest)
+
+    def holds(self, predicate: Predicate, node: Node) -> bool:
+        if isinstance(predicate, PathPredicate):
+            return any(True for _ in self.select(node, predicate.path.steps))
+        if isinstance(predicate, ComparisonPredicate):
+            return any(
+                compare(self.value(found), predicate.op, predicate.literal)
+                for found in self.select(node, predicate.path.steps)
+            )
+        return self._function(predicate, node)
+
+    def all_hold(self, predicates: tuple[Predicate, ...], node: Node) -> bool:
+        return all(self.holds(predicate, node) for predicate in predicates)
+
+    def child_names(self, element: etree._Element) -> set[str]:
+        """Local names of the element's children (memoised)."""
+        names = self._child_names.get(element)
+        if names is None:
+            names = {split_name(c.tag)[1] for c in element if isinstance(c.tag, str)}
+            self._child_names[element] = names
+        return names
+
+    def path_values(self, compiled: CompiledPredicate, element: etree._Element) -> list[str]:
+        """Normalised values of the nodes the predicate's path selects (memoised)."""
+        memo = (compiled.path_key, element)
+        values = self._path_values.get(memo)
+        if values is None:
+            values = [self.value(found) for found in self.select(element, compiled.steps)]
+            self._path_values[memo] = values
+        return values
+
+    def _path_numbers(self, compiled: CompiledPredicate, element: etree._Element) -> list[Decimal]:
+        memo = (compiled.path_key, element)
+        numbers = self._path_numbers_cache.get(memo)
+        if numbers is None:
+            parsed = (parse_number(v) for v in self.path_values(compiled, element))
+            numbers = [n for n in parsed if n is not None]
+            self._path_numbers_cache[memo] = numbers
+        return numbers
+
+    def compare_any(
+        self,
+        compiled: CompiledPredicate,
+        element: etree._Element,
+        op: CompareOp,
+        literal: LiteralValue,
+    ) -> bool:
+        """Whether some value the path selects compares true (spec 3.1, existential)."""
+        if isinstance(literal, NumberLiteral):
+            function = OPERATORS[op]
+            number = literal.value
+            return any(function(n, number) for n in self._path_numbers(compiled, element))
+        return any(compare(v, op, literal) for v in self.path_values(compiled, element))
+
+    def _compiled_holds(self, compiled: CompiledPredicate, element: etree._Element) -> bool:
+        predicate = compiled.predicate
+        if isinstance(predicate, ComparisonPredicate):
+            return self.compare_any(compiled, element, predicate.op, predicate.literal)
+        if isinstance(predicate, PathPredicate):
+            return bool(self.path_values(compiled, element))
+        return self._function(predicate, element)
+
+    def check(
+        self, key: int, predicates: tuple[CompiledPredicate, ...], element: etree._Element
+    ) -> bool:
+        """Memoised test of compiled predicates on an element; ``key`` identifies the tuple."""
+        memo = (key, element)
+        result = self._cache.get(memo)
+        if result is None:
+            result = all(self._compiled_holds(c, element) for c in predicates)
+            self._cache[memo] = result
+        return result
+
+    def value(self, node: Node) -> str:
+        """Normalised string value (memoised for elements)."""
+        if isinstance(node, (AttributeNode, TextNode)):
+            return normalize(node.raw)
+        value = self._strings.get(node)
+        if value is None:
+            value = normalize(raw_string_value(node))
+            self._strings[node] = value
+        return value
+
+    def _function(self, predicate: FunctionPredicate, node: Node) -> bool:
+        if self._functions is None:
+            self._functions = DocumentFunctions(self.root)
+        try:
+            return self._functions.holds(predicate.expression, node)
+        except FunctionPredicateError:
+            self.function_errors += 1
+            return False

@@ -1,0 +1,130 @@
+"""Safe XML parsing for Stage 1 (DESIGN "parse XML with lxml safely").
+
+lxml is configured so that no entity is ever expanded or fetched
+(``resolve_entities=False``, ``load_dtd=False``, ``no_network=True``) and
+libxml2's own safety limits stay on (``huge_tree=False``).  On top of that:
+
+* documents larger than ``max_bytes`` are refused before parsing;
+* nesting deeper than ``max_depth`` is refused (libxml2 itself stops at 256
+  levels while ``huge_tree`` is off, so larger limits have no effect);
+* a document whose tree still holds an entity reference (an entity declared
+  in a DTD, internal or external, or an undefined one under an external DTD
+  subset) is refused: expanding it is exactly what billion-laughs and XXE
+  attacks need, and leaving it out would silently change string values.
+  Unused declarations are harmless and accepted.
+
+Every refusal is a :class:`~xscl.xpath.errors.Stage1Error` with a stable code.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+from lxml import etree
+
+from xscl.xpath.errors import (
+    BAD_ENCODING,
+    ENTITY_REFERENCE,
+    NOT_WELL_FORMED,
+    TOO_DEEP,
+    TOO_LARGE,
+    Stage1Error,
+)
+
+#: libxml2's fixed depth limit when ``huge_tree`` is off.
+LIBXML2_MAX_DEPTH = 256
+
+_DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?\bencoding\s*=\s*)(["'])[^"']*\2""")
+_ENCODING_ERRORS = ("encoding", "UTF-8", "Invalid bytes", "Char 0x", "not proper")
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """Size and depth limits for one document."""
+
+    max_bytes: int = 16 * 1024 * 1024
+    max_depth: int = LIBXML2_MAX_DEPTH
+
+
+_local = threading.local()
+
+
+def _parser() -> etree.XMLParser:
+    """One parser per thread (lxml parsers must not be shared between threads)."""
+    parser: etree.XMLParser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            attribute_defaults=False,
+            huge_tree=False,
+            collect_ids=False,
+            strip_cdata=True,
+            remove_comments=False,
+            remove_pis=False,
+        )
+        _local.parser = parser
+    return parser
+
+
+def _as_bytes(xml: bytes | str) -> bytes:
+    if isinstance(xml, bytes):
+        return xml
+    # A str is already decoded: re-encode as UTF-8 and make any declared
+    # encoding say so, otherwise libxml2 would decode the bytes a second time.
+    return _DECLARED_ENCODING.sub(r"\1\2UTF-8\2", xml, count=1).encode("utf-8", "surrogatepass")
+
+
+def classify_syntax_error(message: str) -> str:
+    """Map a libxml2 error message to a Stage 1 error code."""
+    if "Excessive depth" in message:
+        return TOO_DEEP
+    if "amplification" in message or "entity reference loop" in message:
+        return ENTITY_REFERENCE
+    if any(marker in message for marker in _ENCODING_ERRORS):
+        return BAD_ENCODING
+    return NOT_WELL_FORMED
+
+
+def parse_document(xml: bytes | str, limits: ParseLimits = ParseLimits()) -> etree._Element:
+    """Parse one document safely and return its root element.
+
+    Raises :class:`Stage1Error` for oversized, not well-formed, wrongly encoded
+    or entity-bearing input.  Depth is checked by the caller's tree walk
+    (:func:`check_depth` helps callers that do not walk).
+    """
+    data = _as_bytes(xml)
+    if len(data) > limits.max_bytes:
+        raise Stage1Error(TOO_LARGE, f"document of {len(data)} bytes exceeds {limits.max_bytes}")
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        message = str(exc)
+        raise Stage1Error(classify_syntax_error(message), message) from None
+    except ValueError as exc:  # e.g. lxml refusing some inputs before libxml2 sees them
+        raise Stage1Error(NOT_WELL_FORMED, str(exc)) from None
+    if root is None:  # pragma: no cover - lxml raises for empty input
+        raise Stage1Error(NOT_WELL_FORMED, "document has no root element")
+    return root
+
+
+def entity_error(node: etree._Entity) -> Stage1Error:
+    """The error for an entity reference left in the tree."""
+    return Stage1Error(ENTITY_REFERENCE, f"entity reference {node.text} is never expanded")
+
+
+def check_depth(root: etree._Element, limits: ParseLimits = ParseLimits()) -> None:
+    """Raise if ``root`` nests elements deeper than ``limits.max_depth`` or holds entities."""
+    stack: list[tuple[etree._Element, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limits.max_depth:
+            raise Stage1Error(TOO_DEEP, f"nesting deeper than {limits.max_depth}")
+        for child in node:
+            if isinstance(child, etree._Entity):
+                raise entity_error(child)
+            stack.append((child, depth + 1))
