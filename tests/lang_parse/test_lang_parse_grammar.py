@@ -344,3 +344,24 @@ def test_parse_queries_raises_first_error() -> None:
     with pytest.raises(XsclSyntaxError) as info:
         parse_queries("S//a; S//b JOIN; T//c ]")
     assert (info.value.qid, info.value.code) == ("q2", "XSCL-P004")
+
+
+def test_large_file_parses_and_restores_gc_state() -> None:
+    import gc
+
+    text = ";\n".join(
+        f"S//a->x{i}[./b = 'v{i}'] JOIN {{x{i}=y, {i}ms}} T//c->y" for i in range(3000)
+    )
+    assert len(text) > 100_000  # large enough for the GC pause path
+    assert gc.isenabled()
+    result = parse_file(text)
+    assert gc.isenabled()
+    assert not result.errors
+    assert [q.qid for q in result.queries[:2]] == ["q1", "q2"]
+    assert result.queries[-1].ops[0].window == Window(Decimal(2999), "ms")
+    gc.disable()
+    try:
+        parse_file(text)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

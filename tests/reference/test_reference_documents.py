@@ -76,8 +76,7 @@ def test_malformed_lines_become_dead_letters_and_reading_continues() -> None:
         _line("ok2", 1, "<a/>"),
     ]
     docs, dead = read_envelopes(lines)
-    assert [d.docid for d in docs] == ["ok1", "entity", "ok2"]
-    assert docs[1].index.value(docs[1].index.root) == ""  # the entity is not resolved
+    assert [d.docid for d in docs] == ["ok1", "ok2"]  # the entity is never expanded: rejected
     assert [(d.line, d.docid, d.error_code) for d in dead] == [
         (2, None, "XSCL-R001"),
         (3, None, "XSCL-R001"),
@@ -85,6 +84,7 @@ def test_malformed_lines_become_dead_letters_and_reading_continues() -> None:
         (5, "bad-ts", "XSCL-R003"),
         (6, "bad-xml", "XSCL-R006"),
         (7, "bad-stream", "XSCL-R004"),
+        (8, "entity", "XSCL-R009"),
         (10, "deep", "XSCL-R007"),
     ]
     assert all(d.reason for d in dead)

@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="a known input stream (repeatable); when given, other stream names are errors",
     )
-    parser.add_argument("--json", action="store_true", help="print errors and queries as JSON lines")
+    parser.add_argument(
+        "--json", action="store_true", help="print errors and queries as JSON lines"
+    )
     parser.set_defaults(func=run)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Literal, Union
+from typing import Literal
 
 Axis = Literal["/", "//"]
 NodeKind = Literal["element", "wildcard", "attribute", "text"]
@@ -80,7 +80,7 @@ class NumberLiteral:
     value: Decimal
 
 
-LiteralValue = Union[StringLiteral, NumberLiteral]
+LiteralValue = StringLiteral | NumberLiteral
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class FunctionPredicate:
     expression: str
 
 
-Predicate = Union[PathPredicate, ComparisonPredicate, FunctionPredicate]
+Predicate = PathPredicate | ComparisonPredicate | FunctionPredicate
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,14 @@ DEAD_LETTER_CODES: dict[str, str] = {
     "XSCL-R006": "malformed XML",
     "XSCL-R007": "document nested deeper than the limit",
     "XSCL-R008": "late: older than the allowed lateness",
+    "XSCL-R009": "entity reference that is never expanded",
 }
-_XML_ERROR_CODES = {"malformed": "XSCL-R006", "too_large": "XSCL-R005", "too_deep": "XSCL-R007"}
+_XML_ERROR_CODES = {
+    "malformed": "XSCL-R006",
+    "too_large": "XSCL-R005",
+    "too_deep": "XSCL-R007",
+    "entity": "XSCL-R009",
+}
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ Decisions (documented for engine authors):
   slot; comments, processing instructions and (unresolved) entity references
   split text. Whitespace-only runs are text nodes too. ``N/text()[k]`` is the
   k-th text child of element N, 1-based.
-* Entity references are not resolved (``resolve_entities=False``); they are not
-  text, so they contribute nothing to string values.
+* Entity references are never resolved (``resolve_entities=False``). A document
+  that still holds one after parsing (an entity declared in an internal DTD
+  subset, the billion-laughs shape) is rejected as a whole, like Stage 1 does:
+  its text would otherwise depend on whether a consumer expands entities.
 * An attribute id is ``N/@qname`` with the prefix used in the document; when one
   namespace URI is bound to several prefixes in scope, the lexicographically
   smallest prefix is used (lxml does not record which one was written). The
@@ -52,7 +54,9 @@ NodeKind = Literal["element", "attribute", "text"]
 class XmlDocumentError(ValueError):
     """A document that is not acceptable XML; ``kind`` says why (malformed/too_large/too_deep)."""
 
-    def __init__(self, kind: Literal["malformed", "too_large", "too_deep"], message: str) -> None:
+    def __init__(
+        self, kind: Literal["malformed", "too_large", "too_deep", "entity"], message: str
+    ) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -89,6 +93,8 @@ def parse_xml(
                 "too_deep", f"document nesting exceeds the parser's depth limit: {exc}"
             ) from exc
         raise XmlDocumentError("malformed", f"malformed XML: {exc}") from exc
+    for node in root.iter(etree.Entity):
+        raise XmlDocumentError("entity", f"entity reference {node.text} is never expanded")
     depth = _max_depth(root)
     if depth > max_depth:
         raise XmlDocumentError(

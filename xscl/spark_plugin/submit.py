@@ -81,10 +81,10 @@ class DriverEnginePipeline:
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         """Process one micro-batch (driver, once per batch and replay)."""
-        rows = (
-            batch.selectExpr("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml")
-            .orderBy("offset")
-            .collect()
+        # Sorted here, not with orderBy: a range sort samples (re-reads) the source.
+        rows = sorted(
+            batch.selectExpr("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml").collect(),
+            key=lambda row: row.offset,
         )
         if not rows:
             self._commit(batch_id, [], [])
