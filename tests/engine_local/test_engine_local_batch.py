@@ -102,3 +102,31 @@ def test_add_and_remove_queries_while_running() -> None:
     engine.remove_query("Q1")
     out = engine.process([("S", "d2", 1, "<item><a>v</a></item>")])
     assert {r.query for r in out} == {"Q2"} and len(out) == 2  # (d1, d2) and (d2, d1)
+
+
+def test_namespaced_output_equals_reference() -> None:
+    from xscl import reference
+
+    text = """
+    DECLARE NAMESPACE a = "urn:a";
+    N1: S//a:entry[./a:t->x] JOIN {x=y, INF} T/item[./t->y];
+    N2: SELECT x, w FROM S//a:entry[./a:t->x][./@w->w] FOLLOWED BY {x=y, INF} T/item[./t->y]
+    """
+    xml_s = (
+        '<feed xmlns="urn:a" xmlns:b="urn:b"><entry w="1"><t>v</t><b:z>q</b:z></entry>'
+        "<!-- c --><entry><t>v</t>tail</entry></feed>"
+    )
+    docs = [("S", "s1", 0, xml_s), ("T", "t1", 5, "<item><t> v </t></item>")]
+    queries = list(parse_queries(text))
+    ref_docs = [reference.make_document(*d) for d in docs]
+    expected = {r.to_json_line() for r in reference.evaluate(queries, ref_docs)}
+    got = {r.to_json_line() for r in LocalEngine(queries).process(docs)}
+    assert got == expected and len(got) == 3
+
+
+def test_publish_cycle_added_later_is_rejected_and_leaves_engine_intact() -> None:
+    engine = LocalEngine(parse_queries("A: S/a->x JOIN {x=y, 1s} P/b->y PUBLISH Q"))
+    closing = parse_queries("B: Q/c->x JOIN {x=y, 1s} S/d->y PUBLISH P")[0]
+    with pytest.raises(PublishCycleError):
+        engine.add_query(closing)
+    assert set(engine.outputs) == {"A"}

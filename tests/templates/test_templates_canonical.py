@@ -8,6 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xscl.lang.ast import JoinKind
 from xscl.templates.canonical import RawGraph, canonical_raw
 
 
@@ -20,9 +21,13 @@ def random_graph(rng: random.Random, sizes: tuple[int, ...], edges: int) -> RawG
             blocks.append(block)
             parents.append(-1 if i == 0 else start + rng.randrange(i))
     n = len(blocks)
-    pairs = {tuple(sorted((rng.randrange(n), rng.randrange(n)))) for _ in range(edges)}
-    kinds = tuple(rng.choice(("JOIN", "FOLLOWED BY")) for _ in range(len(sizes) - 1))
-    return (kinds, tuple(blocks), tuple(parents), (False,) * n, tuple(sorted(pairs)))  # type: ignore[return-value]
+    pairs: set[tuple[int, int]] = set()
+    for _ in range(edges):
+        a, b = rng.randrange(n), rng.randrange(n)
+        pairs.add((min(a, b), max(a, b)))
+    choices: tuple[JoinKind, ...] = ("JOIN", "FOLLOWED BY")
+    kinds = tuple(rng.choice(choices) for _ in range(len(sizes) - 1))
+    return (kinds, tuple(blocks), tuple(parents), (False,) * n, tuple(sorted(pairs)))
 
 
 def relabel(graph: RawGraph, rng: random.Random) -> RawGraph:

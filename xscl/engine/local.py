@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import heapq
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,9 @@ class EngineStats:
     matches: int = 0
     results: int = 0
     evicted: int = 0
+    #: wall time spent in the join processor (``matches``) and in building result records
+    join_seconds: float = 0.0
+    output_seconds: float = 0.0
     rejections: list[Rejected] = field(default_factory=list)
 
 
@@ -93,6 +97,8 @@ class LocalEngine:
         self.docs: dict[tuple[str, str], DocState] = {}
         self.seen: set[tuple[str, str]] = set()
         self.emitted: set[str] = set()
+        self._emitted_by_end: list[tuple[int, str]] = []
+        self.normal: dict[str, NormalQuery] = {}
         self.trees = DocumentTrees()
         self.stats = EngineStats()
         self.max_ts: int | None = None
@@ -107,8 +113,12 @@ class LocalEngine:
     def add_query(self, query: Query | NormalQuery) -> QueryRow:
         """Register one query (its R_T row, Stage 1 requirements, output plan)."""
         normal = query if isinstance(query, NormalQuery) else normalize(query)
+        if normal.query.publish is not None:  # only a publishing query can close a cycle
+            publishers = [self.normal[qid] for qid in self.publish if qid != normal.qid]
+            check_publish_cycles([*publishers, normal])
         if normal.qid in self.outputs:
             self.remove_query(normal.qid)
+        self.normal[normal.qid] = normal
         row = self.registry.add(normal)
         template = row.template
         for meta, var_id in enumerate(row.var_ids):
@@ -145,6 +155,7 @@ class LocalEngine:
         if not any(p.rows for p in self.plans[template]):
             del self.plans[template]
         del self.outputs[qid]
+        del self.normal[qid]
         self.publish.pop(qid, None)
         return True
 
@@ -211,11 +222,18 @@ class LocalEngine:
             self.stats.published += 1
         else:
             self.stats.documents += 1
-        records = [self._record(m) for m in self.matches(doc)]
+        started = time.perf_counter()
+        found = self.matches(doc)
+        joined = time.perf_counter()
+        records = [self.record(m) for m in found]
+        self.stats.join_seconds += joined - started
+        self.stats.output_seconds += time.perf_counter() - joined
         fresh: list[ResultRecord] = []
         for record in records:
             if record.result_id not in self.emitted:
                 self.emitted.add(record.result_id)
+                if self.allowed_lateness is not None:
+                    heapq.heappush(self._emitted_by_end, (record.end_micros, record.result_id))
                 fresh.append(record)
         self.stats.results += len(fresh)
         self.docs[key] = doc
@@ -249,7 +267,8 @@ class LocalEngine:
         self.stats.matches += len(found)
         return found
 
-    def _record(self, match: Match) -> ResultRecord:
+    def record(self, match: Match) -> ResultRecord:
+        """The result record (id, values, output XML) of one match."""
         row, docs, nodes = match
         template = row.template
         joined = sorted({m for edge in template.value_edges for m in edge})
@@ -289,6 +308,9 @@ class LocalEngine:
             if doc is not None:
                 self.cache.remove(doc)
                 self.stats.evicted += 1
+        # a result whose last document is past the horizon can never be produced again
+        while self._emitted_by_end and self._emitted_by_end[0][0] < horizon:
+            self.emitted.discard(heapq.heappop(self._emitted_by_end)[1])
 
 
 def check_publish_cycles(queries: Sequence[NormalQuery]) -> None:

@@ -112,6 +112,7 @@ class _Tree:
         self.elements: list[etree._Element] = []
         self.order: dict[str, tuple[int, int]] = {}
         self._counter = 0
+        self._serialized: dict[str, str] = {}
         self._visit(root, 0)
 
     def _next(self) -> int:
@@ -134,6 +135,16 @@ class _Tree:
             if child.tail:
                 k += 1
                 self.order[f"{index}/text()[{k}]"] = (self._next(), depth + 1)
+
+    def serialized(self, node: str) -> str:
+        """``tostring`` of a copy of element ``node`` without its tail (cached)."""
+        text = self._serialized.get(node)
+        if text is None:
+            clone = copy.deepcopy(self.elements[int(node)])
+            clone.tail = None
+            text = str(etree.tostring(clone, encoding="unicode"))
+            self._serialized[node] = text
+        return text
 
     def key(self, node: str) -> int:
         """Document-order position of a node id."""
@@ -243,9 +254,18 @@ class QueryOutput:
     ) -> str:
         result = etree.Element("result", query=self.qid)
         if self.select is None:
+            nodes = []
             for index, doc in enumerate(docs):
                 tree = trees.get(doc)
-                tree.append(result, self._first_step_node(index, doc, join_nodes, tree))
+                nodes.append((tree, self._first_step_node(index, doc, join_nodes, tree)))
+            if all("/" not in node for _, node in nodes):
+                # Fast path: every part is an element; its serialisation inside <result>
+                # equals its serialisation alone (lxml keeps the copied element's own
+                # namespace declarations), so cached strings are concatenated.
+                body = "".join(tree.serialized(node) for tree, node in nodes)
+                return f'<result query="{self.qid}">{body}</result>'
+            for tree, node in nodes:
+                tree.append(result, node)
         else:
             for name in self.select:
                 holder = etree.SubElement(result, "var", name=name)

@@ -18,8 +18,8 @@ ids some query of the template has at that position (a hash join with R_T whose
 build side is shared by all queries). Leaves hold the R_T rows.
 
 Example: thesis template [v1(v2,v3)] FOLLOWED BY [v4(v5,v6)] v2=v5 v3=v6, role 1:
-new_root v4, new_down v5 (from v4), new_down v6 (from v4), value v2 (from v5),
-up v1 (from v2), down v3 (from v1; checks v3=v6).
+new_root v4, new_down v5 (from v4), value v2 (from v5), up v1 (from v2),
+new_down v6 (from v4), down v3 (from v1; checks v3=v6).
 """
 
 from __future__ import annotations
@@ -89,9 +89,18 @@ class RolePlan:
 
 
 def role_steps(template: Template, role: int) -> tuple[PlanStep, ...]:
-    """The join order for ``role`` (see the module docstring)."""
+    """The join order for ``role`` (see the module docstring).
+
+    Greedy, most selective first: after the new document's top node, prefer
+    (1) a node of a started block whose parent is placed and that has a value
+    edge to a placed node (a probe that is also a filter), then (2) the first
+    node of an unstarted block reachable by a value edge (a view-cache probe),
+    climbing to its block's top, then (3) the new document's next node in
+    pre-order, then (4) any other node whose parent is placed, else (5) a scan.
+    """
     placed: list[int] = []
     steps: list[PlanStep] = []
+    started: set[int] = set()
     neighbours: dict[int, list[int]] = {i: [] for i in range(template.size)}
     for a, b in template.value_edges:
         neighbours[a].append(b)
@@ -101,38 +110,50 @@ def role_steps(template: Template, role: int) -> tuple[PlanStep, ...]:
     def place(meta: int, kind: StepKind, anchor: int) -> None:
         checks = tuple(w for w in neighbours[meta] if w in placed or w == meta)
         placed.append(meta)
+        started.add(template.blocks[meta])
         steps.append(PlanStep(meta, template.blocks[meta], kind, anchor, checks))
 
-    for meta in template.block_members(role):
-        parent = template.parents[meta]
-        place(meta, "new_root" if parent < 0 else "new_down", parent)
-    remaining = [b for b in range(template.block_count) if b != role]
-    while remaining:
-        start: tuple[int, int, int] | None = None
-        for block in remaining:
-            for meta in template.block_members(block):
-                partners = [w for w in neighbours[meta] if w in placed]
-                if partners:
-                    start = (block, meta, min(partners))
-                    break
-            if start is not None:
-                break
-        if start is None:
-            block = remaining[0]
-            top = next(m for m in template.block_members(block) if template.parents[m] < 0)
-            place(top, "scan", -1)
-        else:
-            block, meta, partner = start
-            place(meta, "value", partner)
-            child = meta
-            while template.parents[child] >= 0:
-                parent = template.parents[child]
-                place(parent, "up", child)
-                child = parent
-        for meta in template.block_members(block):
-            if meta not in placed:
-                place(meta, "down", template.parents[meta])
-        remaining.remove(block)
+    def parent_placed(meta: int) -> bool:
+        return template.parents[meta] in placed
+
+    def joined_to_placed(meta: int) -> list[int]:
+        return [w for w in neighbours[meta] if w in placed]
+
+    role_order = list(template.block_members(role))
+    place(role_order[0], "new_root", -1)
+    while len(placed) < template.size:
+        free = [m for m in range(template.size) if m not in placed]
+        filtering = [
+            m
+            for m in free
+            if template.blocks[m] != role
+            and template.blocks[m] in started
+            and parent_placed(m)
+            and joined_to_placed(m)
+        ]
+        if filtering:
+            place(filtering[0], "down", template.parents[filtering[0]])
+            continue
+        probes = [m for m in free if template.blocks[m] not in started and joined_to_placed(m)]
+        if probes:
+            meta = probes[0]
+            place(meta, "value", min(joined_to_placed(meta)))
+            while template.parents[meta] >= 0:
+                parent = template.parents[meta]
+                place(parent, "up", meta)
+                meta = parent
+            continue
+        own = [m for m in role_order if m not in placed]
+        if own:
+            place(own[0], "new_down", template.parents[own[0]])
+            continue
+        rest = [m for m in free if template.blocks[m] in started and parent_placed(m)]
+        if rest:
+            place(rest[0], "down", template.parents[rest[0]])
+            continue
+        block = min(template.blocks[m] for m in free)
+        top = next(m for m in template.block_members(block) if template.parents[m] < 0)
+        place(top, "scan", -1)
     return tuple(steps)
 
 

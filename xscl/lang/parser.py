@@ -1,13 +1,18 @@
 """Parser of XSCL query files (spec/XSCL.md section 2) into the AST of ``xscl.lang.ast``.
 
-A hand-written recursive-descent parser over an on-demand, context-sensitive
-scanner (no separate token stream). XSCL's lexical rules depend on where the
-parser is: ``'`` continues a variable name (``x5'``) but opens a literal after
+The language is thesis 6.2 (the JOIN / FOLLOWED BY operators and the query
+blocks of Table 6.2) made precise by the spec: ids, windows with units,
+comparisons, function predicates, SELECT/PUBLISH and namespace declarations.
+
+Why hand-written and not lark: XSCL's lexical rules depend on where the
+parser is. ``'`` continues a variable name (``x5'``) but opens a literal after
 ``=``; keywords are reserved as stream and variable names but are ordinary
-element names after ``/`` (``S//from``); ``-`` belongs to names except in ``->``
-and ``--``; a function predicate is raw XPath kept as text up to its matching
-``]``. Scanning each token in the context that expects it keeps those rules
-local and lets every error say exactly what was expected at that position.
+element names after ``/`` (``S//from``); ``-`` belongs to names except in
+``->`` and ``--``; a function predicate is raw XPath kept as text up to its
+matching ``]``. A recursive-descent parser over an on-demand scanner reads
+each token in the context that expects it, keeps those rules local, and lets
+every error list exactly what was expected at its position (gathered by a
+diagnostic re-parse of the failed query only, so the happy path stays fast).
 
 Error recovery (``parse_file``): a bad query yields one error and parsing
 resumes after the next ``;`` outside string literals and comments (``;`` can
@@ -308,8 +313,12 @@ class _Parser:
 
     # ------------------------------------------------------------------ declarations and ids
 
-    def declaration(self) -> tuple[str, str]:
-        """``DECLARE NAMESPACE prefix = "uri" ;`` (DECLARE already seen, not consumed)."""
+    def declaration(self) -> None:
+        """``DECLARE NAMESPACE prefix = "uri" ;``, added to ``namespaces``.
+
+        ``xml`` may only be declared to its fixed URI, ``xmlns`` never; a prefix
+        may be declared again only to the same URI.
+        """
         self.expect_keyword("DECLARE")
         self.expect_keyword("NAMESPACE")
         start = self.pos
@@ -329,13 +338,11 @@ class _Parser:
             raise _Failure("XSCL-P012", "a namespace URI must not be empty", uri_at)
         if prefix == "xmlns" or (prefix == "xml" and uri != XML_NAMESPACE):
             raise _Failure("XSCL-P012", f"the prefix {prefix!r} cannot be re-bound", start)
-        if prefix == "xml":
-            pass
-        elif self.namespaces.get(prefix, uri) != uri:
+        if self.namespaces.get(prefix, uri) != uri:
             raise _Failure("XSCL-P012", f"prefix {prefix!r} is already bound", start)
         if not self.accept(";"):
             self.fail()
-        return prefix, uri
+        self.namespaces[prefix] = uri
 
     def label(self) -> str | None:
         """An optional ``ID:`` label at the current position."""
@@ -495,7 +502,9 @@ class _Parser:
     def step(self, axis: Axis, start: int) -> Step:
         test = self.node_test()
         var: str | None = None
-        if self.accept("->") or self.accept_keyword("AS"):
+        # ``AS`` is looked up only where it can start (the keyword lookup costs a regex).
+        could_be_as = self.collect or self.text.startswith(("A", "a"), self.pos)
+        if self.accept("->") or (could_be_as and self.accept_keyword("AS")):
             var = self.variable()
         predicates: list[Predicate] = []
         while self.accept("[", "'['"):
@@ -551,8 +560,13 @@ class _Parser:
     def predicate(self) -> Predicate:
         """The inside of ``[...]`` and its closing bracket (``[`` already consumed)."""
         open_at = self.pos - 1
-        fn = _FN_START.match(self.text, self.pos)
-        if fn is not None and not _TEXT_TEST.match(self.text, self.pos):
+        text, pos = self.text, self.pos
+        if (
+            pos < self.n
+            and text[pos] not in "./@*"
+            and _FN_START.match(text, pos)
+            and not _TEXT_TEST.match(text, pos)
+        ):
             return FunctionPredicate(self.raw_expression(open_at))
         path = self.rel_path()
         op = self.compare_op()
@@ -574,10 +588,12 @@ class _Parser:
         return RelPath((first, *self.steps()))
 
     def compare_op(self) -> CompareOp | None:
-        for op in _COMPARE_OPS:
-            if self.text.startswith(op, self.pos):
-                self.advance(self.pos + len(op))
-                return op
+        pos = self.pos
+        if pos < self.n and self.text[pos] in "=!<>":
+            for op in _COMPARE_OPS:
+                if self.text.startswith(op, pos):
+                    self.advance(pos + len(op))
+                    return op
         self._note("a comparison (= != < <= > >=)")
         return None
 
@@ -715,18 +731,15 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
     parser = _Parser(text, source, {})
     parser.skip()
     errors: list[XsclError] = []
-    declared: dict[str, str] = {}
     parser.collect = True  # declarations are few: always gather expected tokens
     while parser.peek_keyword("DECLARE"):
         try:
-            prefix, uri = parser.declaration()
-            declared[prefix] = uri
-            parser.namespaces = declared
+            parser.declaration()
         except _Failure as failure:
             errors.append(parser.to_error(failure, None))
             parser.advance(parser.resume_after(failure))
     parser.collect = False
-    namespaces = tuple(sorted(declared.items()))
+    namespaces = tuple(sorted(parser.namespaces.items()))
     queries: list[Query] = []
     seen: set[str] = set()
     index = 0

@@ -24,7 +24,6 @@ meta-variables var1..var6 are x1 x2 x3 x4 x5 x6 for Q1 (thesis Figure 6.5).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -143,12 +142,9 @@ def canonical_raw(raw: RawGraph) -> tuple[Template, tuple[int, ...]]:
             j = parents[j]
     shape = _Shape(kinds, blocks, parents, documents, children, neighbours)
     initial = _rank([(blocks[i], documents[i], depth[i], i in _loops(edges)) for i in range(n)])
-    best: tuple[tuple[object, ...], Template, tuple[int, ...]] | None = None
-    for colours in _search(shape, initial):
-        template, order = shape.encode(colours)
-        key = _template_key(template)
-        if best is None or key < best[0]:
-            best = (key, template, order)
+    search = _Search(shape)
+    search.run(initial, ())
+    best = search.best
     assert best is not None
     return best[1], best[2]
 
@@ -224,19 +220,86 @@ class _Shape:
         return template, tuple(order)
 
 
-def _search(shape: _Shape, colours: list[int]) -> Iterator[list[int]]:
-    """Discrete colourings at the leaves of the individualisation-refinement tree."""
-    colours = shape.refine(colours)
-    cells: dict[int, list[int]] = {}
-    for node, colour in enumerate(colours):
-        cells.setdefault(colour, []).append(node)
-    ties = [cell for colour, cell in sorted(cells.items()) if len(cell) > 1]
-    if not ties:
-        yield colours
-        return
-    for chosen in ties[0]:
-        split = [
-            (2 * c + (0 if node == chosen else 1)) if c == colours[chosen] else 2 * c
-            for node, c in enumerate(colours)
-        ]
-        yield from _search(shape, _rank([(c,) for c in split]))
+class _Search:
+    """Individualisation-refinement with automorphism pruning (after nauty).
+
+    A leaf whose encoding equals the best one gives an automorphism (the node at
+    position i of the best leaf's order -> the node at position i of this
+    leaf's). Two prunings follow, neither of which changes the minimum:
+
+    * *back-jump*: the rest of the subtree where the new leaf was found is the
+      automorphic image of explored ground, so the search returns to the level
+      where the two leaves' paths diverge;
+    * *orbits*: at a level with individualised prefix P, a cell member in the
+      same orbit as an explored member, under the automorphisms found so far
+      that fix P pointwise, is skipped.
+
+    Symmetric stars (k equal leaves) thus cost O(k) leaves instead of k!.
+    """
+
+    def __init__(self, shape: _Shape) -> None:
+        self.shape = shape
+        self.best: tuple[tuple[object, ...], Template, tuple[int, ...]] | None = None
+        self.best_path: tuple[int, ...] = ()
+        self.automorphisms: list[tuple[int, ...]] = []
+
+    def run(self, colours: list[int], prefix: tuple[int, ...]) -> int:
+        """Explore below ``prefix``; returns the level to resume at (``len(prefix)`` = go on)."""
+        colours = self.shape.refine(colours)
+        cells: dict[int, list[int]] = {}
+        for node, colour in enumerate(colours):
+            cells.setdefault(colour, []).append(node)
+        ties = [cell for colour, cell in sorted(cells.items()) if len(cell) > 1]
+        if not ties:
+            return self.leaf(colours, prefix)
+        level = len(prefix)
+        explored: list[int] = []
+        for chosen in ties[0]:
+            if explored and self.same_orbit(chosen, explored, prefix):
+                continue
+            explored.append(chosen)
+            split = [
+                (2 * c + (0 if node == chosen else 1)) if c == colours[chosen] else 2 * c
+                for node, c in enumerate(colours)
+            ]
+            resume = self.run(_rank([(c,) for c in split]), (*prefix, chosen))
+            if resume < level:
+                return resume
+        return level
+
+    def same_orbit(self, target: int, explored: list[int], prefix: tuple[int, ...]) -> bool:
+        parent = list(range(len(self.shape.blocks)))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for sigma in self.automorphisms:
+            if all(sigma[p] == p for p in prefix):
+                for x, y in enumerate(sigma):
+                    parent[find(x)] = find(y)
+        root = find(target)
+        return any(find(u) == root for u in explored)
+
+    def leaf(self, colours: list[int], path: tuple[int, ...]) -> int:
+        template, order = self.shape.encode(colours)
+        key = _template_key(template)
+        best = self.best
+        if best is None or key < best[0]:
+            self.best = (key, template, order)
+            self.best_path = path
+            return len(path)
+        if key == best[0]:
+            sigma = [0] * len(order)
+            for a, b in zip(best[2], order, strict=True):
+                sigma[a] = b
+            self.automorphisms.append(tuple(sigma))
+            common = 0
+            while common < min(len(path), len(self.best_path)) and (
+                path[common] == self.best_path[common]
+            ):
+                common += 1
+            return common
+        return len(path)

@@ -39,10 +39,12 @@ from xscl.lang.ast import (
     Axis,
     ComparisonPredicate,
     NodeTest,
+    NumberLiteral,
     Predicate,
     Step,
-    StringLiteral,
 )
+from xscl.xpath.emission import Emission, merge_emissions
+from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.nodes import split_name
 from xscl.xpath.predicates import (
     CompiledPredicate,
@@ -50,6 +52,7 @@ from xscl.xpath.predicates import (
     PredicateEvaluator,
     compile_predicates,
 )
+from xscl.xpath.strings import parse_number
 
 StepKey = tuple[Axis, NodeTest, tuple[Predicate, ...]]
 
@@ -121,13 +124,18 @@ class _Index:
 
 
 class State:
-    """A DFA state: one interned ``(matched, anc)`` pair and its cached transitions."""
+    """A DFA state: one interned ``(matched, anc)`` pair, its output and cached transitions.
+
+    Everything an element in this state emits is precomputed (``output``), as
+    are the attribute and text trie nodes that somebody needs, so a warm
+    document costs one dict lookup per element plus column appends.
+    """
 
     __slots__ = (
         "anc",
         "attribute_index",
-        "emit",
         "matched",
+        "output",
         "text_candidates",
         "transitions",
     )
@@ -136,80 +144,140 @@ class State:
         self,
         matched: frozenset[TrieNode],
         anc: frozenset[TrieNode],
-        attribute_index: dict[str, tuple[TrieNode, ...]],
-        text_candidates: tuple[TrieNode, ...],
-        emit: tuple[TrieNode, ...],
+        attribute_index: dict[str, tuple[tuple[TrieNode, Emission], ...]],
+        text_candidates: tuple[tuple[TrieNode, Emission], ...],
+        output: Emission | None,
     ) -> None:
         self.matched = matched
         self.anc = anc
-        #: local name -> attribute trie nodes that may match an attribute of this element
+        #: local name -> needed attribute trie nodes that may match an attribute here
         self.attribute_index = attribute_index
-        #: text trie nodes that may match a text child of this element
+        #: needed text trie nodes that may match a text child of this element
         self.text_candidates = text_candidates
-        #: matched trie nodes somebody needs (values, nodes or pairs), in id order
-        self.emit = emit
+        #: rows an element in this state emits (None: nothing)
+        self.output = output
         self.transitions: dict[str, State | _PredicatedTransition] = {}
 
 
-class _PredicatedTransition:
-    """A cached transition with predicated candidates still to check per element.
+class _PathGroup:
+    """Candidates whose single predicate tests one relative path (existence or literal).
 
-    Candidates whose only predicate is a path test or a literal comparison are
-    grouped by relative path: the path's values are computed once per element,
-    and when it selects nothing the whole group fails at once (the common
-    case: most ``[./name ...]`` filters name a child the element lacks).
+    The path's values are computed once per element; when it selects nothing
+    the whole group fails at once (the common case: most ``[./name ...]``
+    filters name a child the element lacks).  Literal comparisons are answered
+    by :class:`LiteralIndex` in O(log n + hits) per value; the indexes are
+    built on first use, and equal groups are shared between transitions.
     """
 
-    __slots__ = ("base", "by_child_name", "by_passed", "generic", "groups")
+    __slots__ = ("_indexed", "compiled", "exists", "members", "numbers", "strings")
 
-    def __init__(self, base: frozenset[TrieNode], candidates: list[TrieNode]) -> None:
-        self.base = base
-        groups: dict[int, tuple[CompiledPredicate, list[tuple[TrieNode, Predicate]]]] = {}
+    def __init__(self, compiled: CompiledPredicate, members: tuple[TrieNode, ...]) -> None:
+        self.compiled = compiled
+        self.members = members
+        self._indexed = False
+        self.exists: list[TrieNode] = []
+        self.strings: LiteralIndex[TrieNode] | None = None
+        self.numbers: LiteralIndex[TrieNode] | None = None
+
+    def _index(self) -> None:
+        strings: list[tuple[str, object, TrieNode]] = []
+        numbers: list[tuple[str, object, TrieNode]] = []
+        for node in self.members:
+            predicate = node.compiled[0].predicate
+            if isinstance(predicate, ComparisonPredicate):
+                literal = predicate.literal
+                target = numbers if isinstance(literal, NumberLiteral) else strings
+                target.append((predicate.op, literal.value, node))
+            else:
+                self.exists.append(node)
+        self.strings = LiteralIndex(strings) if strings else None
+        self.numbers = LiteralIndex(numbers) if numbers else None
+        self._indexed = True
+
+    def collect(self, values: list[str], out: list[TrieNode]) -> None:
+        """Append the members that hold given the path's values (non-empty)."""
+        if not self._indexed:
+            self._index()
+        out.extend(self.exists)
+        if self.strings is not None:
+            self.strings.collect(values, out)
+        if self.numbers is not None:
+            numbers = [n for n in map(parse_number, values) if n is not None]
+            if numbers:
+                self.numbers.collect(numbers, out)
+
+
+class _CandidateChecks:
+    """How to check one list of predicated candidates on an element (shared by transitions).
+
+    Candidates with one path or comparison predicate are grouped by path
+    (:class:`_PathGroup`); groups whose path is one plain ``/name`` step are
+    keyed by that name and looked up from the element's child names, so absent
+    names cost nothing.  The rest (several predicates, function predicates) are
+    checked one by one (``generic``).
+    """
+
+    __slots__ = ("by_child_name", "generic", "groups")
+
+    def __init__(
+        self,
+        candidates: tuple[TrieNode, ...],
+        shared: dict[tuple[int, tuple[TrieNode, ...]], _PathGroup],
+    ) -> None:
+        grouped: dict[int, tuple[CompiledPredicate, list[TrieNode]]] = {}
         self.generic: list[TrieNode] = []
         for node in candidates:
             if len(node.compiled) == 1 and node.compiled[0].path_key >= 0:
                 compiled = node.compiled[0]
-                entry = groups.setdefault(compiled.path_key, (compiled, []))
-                entry[1].append((node, compiled.predicate))
+                grouped.setdefault(compiled.path_key, (compiled, []))[1].append(node)
             else:
                 self.generic.append(node)
-        #: groups whose path is one plain ``/name`` step, by that name: looked up
-        #: from the element's child names, so absent names cost nothing
-        self.by_child_name: dict[str, tuple[CompiledPredicate, list[tuple[TrieNode, Predicate]]]]
-        self.by_child_name = {}
-        self.groups = []
-        for group in groups.values():
-            name = _plain_child_name(group[0].steps)
+        self.by_child_name: dict[str, _PathGroup] = {}
+        self.groups: list[_PathGroup] = []
+        for compiled, members in grouped.values():
+            key = (compiled.path_key, tuple(members))
+            group = shared.get(key)
+            if group is None:
+                group = shared[key] = _PathGroup(compiled, key[1])
+            name = compiled.child_name
             if name is None:
                 self.groups.append(group)
             else:
                 self.by_child_name[name] = group
+
+
+class _PredicatedTransition:
+    """A cached transition with predicated candidates still to check per element."""
+
+    __slots__ = ("base", "by_passed", "checks")
+
+    def __init__(self, base: frozenset[TrieNode], checks: _CandidateChecks) -> None:
+        self.base = base
+        self.checks = checks
+        #: candidates that passed -> target state (from this transition's source state)
         self.by_passed: dict[frozenset[TrieNode], State] = {}
-
-
-def _plain_child_name(steps: tuple[Step, ...]) -> str | None:
-    if len(steps) != 1:
-        return None
-    step = steps[0]
-    test = step.test
-    if step.axis != "/" or test.kind != "element" or test.prefix is not None or step.predicates:
-        return None
-    return test.local
 
 
 class Automaton:
     """The shared automaton of one stream: trie of steps plus lazy DFA cache."""
 
-    def __init__(self, is_needed: Callable[[TrieNode], bool]) -> None:
+    def __init__(self, emission_of: Callable[[TrieNode], Emission]) -> None:
         self._next_id = 1
         self._predicate_keys: dict[tuple[Predicate, ...], int] = {(): 0}
         self._paths = PathTable()
         self.root = TrieNode(0, None, "/", NodeTest("wildcard"), (), 0, refcount=0)
         self._slash: dict[int, _Index] = {0: _Index()}
         self._desc: dict[int, _Index] = {0: _Index()}
-        self._is_needed = is_needed
+        self._emission_of = emission_of
         self._states: dict[tuple[frozenset[TrieNode], frozenset[TrieNode]], State] = {}
         self._start: State | None = None
+        #: predicate groups shared by transitions (see _PathGroup)
+        self._groups: dict[tuple[int, tuple[TrieNode, ...]], _PathGroup] = {}
+        self._checks: dict[tuple[TrieNode, ...], _CandidateChecks] = {}
+        #: trie nodes with attribute or text children by "/" and by "//"
+        self._leafy: tuple[frozenset[TrieNode], frozenset[TrieNode]] = (frozenset(), frozenset())
+        #: trie nodes with "//" children (they join ``anc`` where they match)
+        self._desc_sources: frozenset[TrieNode] = frozenset()
         self.nodes: dict[int, TrieNode] = {0: self.root}
 
     # ------------------------------------------------------------------ trie
@@ -286,6 +354,8 @@ class Automaton:
     def invalidate(self) -> None:
         """Forget the lazy DFA (after any change to the trie or to requirements)."""
         self._states = {}
+        self._groups = {}
+        self._checks = {}
         self._start = None
 
     @property
@@ -297,13 +367,20 @@ class Automaton:
         """The state of the document node."""
         if self._start is None or len(self._states) > MAX_STATES:
             self._states = {}
+            self._groups = {}
+            self._checks = {}
+            self._leafy = (
+                frozenset(n for n in self.nodes.values() if _has_leaves(self._slash[n.id])),
+                frozenset(n for n in self.nodes.values() if _has_leaves(self._desc[n.id])),
+            )
+            self._desc_sources = frozenset(n for n in self.nodes.values() if self._has_desc(n))
             root_set = frozenset((self.root,))
             self._start = self._intern(root_set, frozenset())
         return self._start
 
     def _intern(self, matched: frozenset[TrieNode], parent_anc: frozenset[TrieNode]) -> State:
-        extra = [n for n in matched if n.id in self._desc and self._has_desc(n)]
-        anc = parent_anc.union(extra) if extra else parent_anc
+        extra = matched & self._desc_sources
+        anc = parent_anc | extra if extra else parent_anc
         key = (matched, anc)
         state = self._states.get(key)
         if state is None:
@@ -316,9 +393,14 @@ class Automaton:
         return bool(index.element or index.attribute or index.text)
 
     def _make_state(self, matched: frozenset[TrieNode], anc: frozenset[TrieNode]) -> State:
+        emission_of = self._emission_of
         attribute_index: dict[str, list[TrieNode]] = {}
         texts: list[TrieNode] = []
-        for indexes, sources in ((self._slash, matched), (self._desc, anc)):
+        slash_leafy, desc_leafy = self._leafy
+        for indexes, sources in (
+            (self._slash, matched & slash_leafy),
+            (self._desc, anc & desc_leafy),
+        ):
             for source in sources:
                 index = indexes.get(source.id)
                 if index is None:
@@ -326,14 +408,15 @@ class Automaton:
                 for local, nodes in index.attribute.items():
                     attribute_index.setdefault(local, []).extend(nodes)
                 texts.extend(index.text)
-        emit = tuple(sorted((n for n in matched if self._is_needed(n)), key=lambda n: n.id))
-        return State(
-            matched,
-            anc,
-            {k: tuple(_unique(v)) for k, v in attribute_index.items()},
-            tuple(_unique(texts)),
-            emit,
-        )
+        needed_attributes: dict[str, tuple[tuple[TrieNode, Emission], ...]] = {}
+        for local, nodes in attribute_index.items():
+            pairs = tuple((n, emission_of(n)) for n in _unique(nodes))
+            pairs = tuple(p for p in pairs if p[1].needed)
+            if pairs:
+                needed_attributes[local] = pairs
+        needed_texts = tuple((n, e) for n in _unique(texts) if (e := emission_of(n)).needed)
+        emissions = [e for n in sorted(matched, key=lambda n: n.id) if (e := emission_of(n)).needed]
+        return State(matched, anc, needed_attributes, needed_texts, merge_emissions(emissions))
 
     def step(
         self, state: State, element: etree._Element, tag: str, evaluator: PredicateEvaluator
@@ -346,24 +429,19 @@ class Automaton:
         if isinstance(cached, State):
             return cached
         passed_nodes: list[TrieNode] = []
-        groups = cached.groups
-        if cached.by_child_name:
-            by_name = cached.by_child_name
-            present = [by_name[n] for n in evaluator.child_names(element) if n in by_name]
-            groups = groups + present if groups else present
-        for compiled, members in groups:
-            values = evaluator.path_values(compiled, element)
-            if not values:
-                continue
-            for node, predicate in members:
-                if not isinstance(predicate, ComparisonPredicate):
-                    passed_nodes.append(node)  # a path test: the path selected something
-                elif predicate.op == "=" and isinstance(predicate.literal, StringLiteral):
-                    if predicate.literal.value in values:
-                        passed_nodes.append(node)
-                elif evaluator.compare_any(compiled, element, predicate.op, predicate.literal):
-                    passed_nodes.append(node)
-        for node in cached.generic:
+        checks = cached.checks
+        if checks.by_child_name:
+            by_name = checks.by_child_name
+            element_value = evaluator.element_value
+            for name, children in evaluator.children_by_name(element).items():
+                group = by_name.get(name)
+                if group is not None:
+                    group.collect([element_value(c) for c in children], passed_nodes)
+        for group in checks.groups:
+            values = evaluator.path_values(group.compiled, element)
+            if values:
+                group.collect(values, passed_nodes)
+        for node in checks.generic:
             if evaluator.check(node.predicate_key, node.compiled, element):
                 passed_nodes.append(node)
         passed = frozenset(passed_nodes)
@@ -388,15 +466,23 @@ class Automaton:
                             (predicated if node.predicates else base).append(node)
         if not predicated:
             return self._intern(frozenset(base), state.anc)
-        return _PredicatedTransition(frozenset(base), _unique(predicated))
+        candidates = tuple(_unique(predicated))
+        checks = self._checks.get(candidates)
+        if checks is None:
+            checks = self._checks[candidates] = _CandidateChecks(candidates, self._groups)
+        return _PredicatedTransition(frozenset(base), checks)
 
-    def attribute_candidates(self, state: State, key: str) -> list[TrieNode]:
-        """Attribute trie nodes whose test accepts attribute ``key`` (Clark name)."""
+    def attribute_candidates(self, state: State, key: str) -> list[tuple[TrieNode, Emission]]:
+        """Needed attribute trie nodes whose test accepts attribute ``key`` (Clark name)."""
         uri, local = split_name(key)
         nodes = state.attribute_index.get(local)
         if not nodes:
             return []
-        return [n for n in nodes if _accepts_attribute(n.test, uri, local)]
+        return [p for p in nodes if _accepts_attribute(p[0].test, uri, local)]
+
+
+def _has_leaves(index: _Index) -> bool:
+    return bool(index.attribute or index.text)
 
 
 def _unique(nodes: list[TrieNode]) -> list[TrieNode]:

@@ -24,6 +24,9 @@ NO_DEFINITIONS = "XSCL-X006"
 BAD_DEFINITION = "XSCL-X010"
 #: A required pair is not a pattern edge (different stream or not a path prefix).
 BAD_EDGE = "XSCL-X011"
+#: A function predicate's regular expression is not a literal or could backtrack
+#: exponentially (nested quantifiers); refused when the definition is registered.
+UNSAFE_REGEX = "XSCL-X012"
 #: An XPath function predicate failed to compile or evaluate (counted, predicate false).
 FUNCTION_ERROR = "XSCL-X020"
 

@@ -111,6 +111,19 @@ class CompiledPredicate:
     predicate: Predicate
     path_key: int
     steps: tuple[Step, ...]
+    #: the local name when the path is one plain ``/name`` step (fast path), else None
+    child_name: str | None = None
+
+
+def plain_child_name(steps: tuple[Step, ...]) -> str | None:
+    """``name`` when ``steps`` is exactly one ``/name`` step without prefix or predicates."""
+    if len(steps) != 1:
+        return None
+    step = steps[0]
+    test = step.test
+    if step.axis != "/" or test.kind != "element" or test.prefix is not None or step.predicates:
+        return None
+    return test.local
 
 
 def compile_predicates(
@@ -120,7 +133,11 @@ def compile_predicates(
     for predicate in predicates:
         if isinstance(predicate, (PathPredicate, ComparisonPredicate)):
             path = predicate.path
-            out.append(CompiledPredicate(predicate, table.key(path), path.steps))
+            out.append(
+                CompiledPredicate(
+                    predicate, table.key(path), path.steps, plain_child_name(path.steps)
+                )
+            )
         else:
             out.append(CompiledPredicate(predicate, -1, ()))
     return tuple(out)
@@ -138,7 +155,6 @@ class PredicateEvaluator:
 
     __slots__ = (
         "_cache",
-        "_child_names",
         "_functions",
         "_path_numbers_cache",
         "_path_values",
@@ -154,7 +170,6 @@ class PredicateEvaluator:
         self._path_values: dict[tuple[int, etree._Element], list[str]] = {}
         self._path_numbers_cache: dict[tuple[int, etree._Element], list[Decimal]] = {}
         self._strings: dict[etree._Element, str] = {}
-        self._child_names: dict[etree._Element, set[str]] = {}
         self.function_errors = 0
 
     def select(self, context: Node, steps: tuple[Step, ...]) -> Iterator[Node]:
@@ -180,24 +195,41 @@ class PredicateEvaluator:
     def all_hold(self, predicates: tuple[Predicate, ...], node: Node) -> bool:
         return all(self.holds(predicate, node) for predicate in predicates)
 
-    def child_names(self, element: etree._Element) -> set[str]:
-        """Local names of the element's children (memoised)."""
-        names = self._child_names.get(element)
-        if names is None:
-            names = {split_name(c.tag)[1] for c in element if isinstance(c.tag, str)}
-            self._child_names[element] = names
-        return names
+    def children_by_name(self, element: etree._Element) -> dict[str, list[etree._Element]]:
+        """The element's child elements grouped by local name, in document order."""
+        groups: dict[str, list[etree._Element]] = {}
+        for child in element:
+            tag = child.tag
+            if tag.__class__ is str:
+                local = split_name(tag)[1]
+                found = groups.get(local)
+                if found is None:
+                    groups[local] = [child]
+                else:
+                    found.append(child)
+        return groups
 
     def path_values(self, compiled: CompiledPredicate, element: etree._Element) -> list[str]:
         """Normalised values of the nodes the predicate's path selects (memoised)."""
         memo = (compiled.path_key, element)
         values = self._path_values.get(memo)
         if values is None:
-            values = [self.value(found) for found in self.select(element, compiled.steps)]
+            name = compiled.child_name
+            if name is not None:
+                value = self.element_value
+                values = [
+                    value(child)
+                    for child in element
+                    if child.tag.__class__ is str and split_name(child.tag)[1] == name
+                ]
+            elif not compiled.steps:
+                values = [self.element_value(element)]
+            else:
+                values = [self.value(found) for found in self.select(element, compiled.steps)]
             self._path_values[memo] = values
         return values
 
-    def _path_numbers(self, compiled: CompiledPredicate, element: etree._Element) -> list[Decimal]:
+    def path_numbers(self, compiled: CompiledPredicate, element: etree._Element) -> list[Decimal]:
         memo = (compiled.path_key, element)
         numbers = self._path_numbers_cache.get(memo)
         if numbers is None:
@@ -217,7 +249,7 @@ class PredicateEvaluator:
         if isinstance(literal, NumberLiteral):
             function = OPERATORS[op]
             number = literal.value
-            return any(function(n, number) for n in self._path_numbers(compiled, element))
+            return any(function(n, number) for n in self.path_numbers(compiled, element))
         return any(compare(v, op, literal) for v in self.path_values(compiled, element))
 
     def _compiled_holds(self, compiled: CompiledPredicate, element: etree._Element) -> bool:
@@ -243,10 +275,16 @@ class PredicateEvaluator:
         """Normalised string value (memoised for elements)."""
         if isinstance(node, (AttributeNode, TextNode)):
             return normalize(node.raw)
-        value = self._strings.get(node)
+        return self.element_value(node)
+
+    def element_value(self, element: etree._Element) -> str:
+        """Normalised string value of an element, computed at most once per document."""
+        value = self._strings.get(element)
         if value is None:
-            value = normalize(raw_string_value(node))
-            self._strings[node] = value
+            # a leaf's string value is its text (CDATA is merged by the parser)
+            raw = (element.text or "") if not len(element) else raw_string_value(element)
+            value = normalize(raw)
+            self._strings[element] = value
         return value
 
     def _function(self, predicate: FunctionPredicate, node: Node) -> bool:

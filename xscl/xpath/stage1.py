@@ -19,22 +19,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lxml import etree
-
-from xscl.lang.ast import NodeTest, Predicate, Step
+from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Step
 from xscl.lang.normal_form.model import VarDef
-from xscl.xpath.automaton import Automaton, State, TrieNode
+from xscl.xpath.automaton import Automaton, TrieNode
+from xscl.xpath.document_run import DocumentRun, walk_checks_only
+from xscl.xpath.emission import NO_EMISSION, Emission, PairSpec, fixed_distance
 from xscl.xpath.errors import BAD_DEFINITION, BAD_EDGE, TOO_DEEP, Stage1Error
-from xscl.xpath.nodes import (
-    AttributeNode,
-    TextNode,
-    attribute_id,
-    attribute_items,
-    text_children,
-)
+from xscl.xpath.functions import check_function
 from xscl.xpath.predicates import PredicateEvaluator
-from xscl.xpath.safe_parse import ParseLimits, entity_error, parse_document
-from xscl.xpath.strings import normalize
+from xscl.xpath.safe_parse import ParseLimits, parse_document
 from xscl.xpath.witness import DocumentError, WitnessBatch, WitnessBuilder
 
 #: A document to evaluate: (stream, docid, ts in microseconds UTC, XML text or bytes).
@@ -44,29 +37,12 @@ Document = tuple[str, str, int, "bytes | str"]
 _ROOT_ELEMENT_STEPS: tuple[Step, ...] = (Step("/", NodeTest("wildcard")),)
 
 
-@dataclass(frozen=True)
-class _PairSpec:
-    parent_var: int
-    child_var: int
-    #: trie nodes from the parent's last node to the child's last node (both included)
-    chain: tuple[TrieNode, ...]
-    #: the parent is the root element (a definition without steps)
-    root_parent: bool
-
-
 @dataclass
 class _Registration:
     definition: VarDef
     var_id: int
     node: TrieNode
     refcount: int
-
-
-@dataclass(frozen=True)
-class _Emission:
-    values: tuple[int, ...]
-    nodes: tuple[int, ...]
-    pairs: tuple[_PairSpec, ...]
 
 
 def _check_filter_only(steps: tuple[Step, ...]) -> None:
@@ -78,6 +54,9 @@ def _check_filter_only(steps: tuple[Step, ...]) -> None:
 
 def _check_predicates(predicates: tuple[Predicate, ...]) -> None:
     for predicate in predicates:
+        if isinstance(predicate, FunctionPredicate):
+            check_function(predicate.expression)
+            continue
         path = getattr(predicate, "path", None)
         if path is not None:
             _check_filter_only(path.steps)
@@ -94,8 +73,10 @@ class Stage1:
         self._registered: dict[int, _Registration] = {}
         self._values: set[int] = set()
         self._nodes: set[int] = set()
-        self._pairs: dict[tuple[int, int], _PairSpec] = {}
-        self._emission: dict[int, _Emission] = {}
+        self._pairs: dict[tuple[int, int], PairSpec] = {}
+        #: emissions per trie node (identity-keyed: trie node ids restart per stream)
+        self._emission: dict[TrieNode, Emission] = {}
+        self._pairs_index: dict[int, list[PairSpec]] | None = None
         #: documents evaluated, documents rejected per error code, function errors
         self.counters: Counter[str] = Counter()
 
@@ -115,7 +96,7 @@ class Stage1:
             self._definitions[var_id] = definition
         automaton = self._automata.get(definition.stream)
         if automaton is None:
-            automaton = Automaton(self._is_needed)
+            automaton = Automaton(self._emission_of)
             self._automata[definition.stream] = automaton
         node = automaton.add_path(steps or _ROOT_ELEMENT_STEPS)
         node.var_ids.add(var_id)
@@ -196,8 +177,12 @@ class Stage1:
         ):
             raise Stage1Error(BAD_EDGE, f"({parent_id}, {child_id}) is not a pattern edge")
         chain = tuple(child.node.chain_from(parent.node)) if p_steps else (child.node,)
-        self._pairs[(parent_id, child_id)] = _PairSpec(
-            parent_id, child_id, chain, root_parent=not p_steps
+        self._pairs[(parent_id, child_id)] = PairSpec(
+            parent_id,
+            child_id,
+            chain,
+            root_parent=not p_steps,
+            fixed_distance=fixed_distance(chain) if p_steps else -1,
         )
         self._changed(parent.definition.stream)
 
@@ -212,29 +197,35 @@ class Stage1:
 
     def _changed(self, stream: str) -> None:
         self._emission.clear()
+        self._pairs_index = None
         automaton = self._automata.get(stream)
         if automaton is not None:
             automaton.invalidate()
 
-    def _emission_of(self, node: TrieNode) -> _Emission:
-        emission = self._emission.get(node.id)
+    def _emission_of(self, node: TrieNode) -> Emission:
+        emission = self._emission.get(node)
         if emission is None:
             ids = sorted(node.var_ids)
-            emission = _Emission(
-                values=tuple(v for v in ids if v in self._values),
-                nodes=tuple(v for v in ids if v in self._nodes),
-                pairs=tuple(
-                    spec
-                    for (_, child), spec in sorted(self._pairs.items())
-                    if child in node.var_ids
-                ),
-            )
-            self._emission[node.id] = emission
+            if not ids:
+                emission = NO_EMISSION
+            else:
+                pairs = self._pairs_by_child() if self._pairs else {}
+                emission = Emission.of(
+                    values=tuple(v for v in ids if v in self._values),
+                    nodes=tuple(v for v in ids if v in self._nodes),
+                    pairs=tuple(spec for v in ids for spec in pairs.get(v, ())),
+                )
+            self._emission[node] = emission
         return emission
 
-    def _is_needed(self, node: TrieNode) -> bool:
-        emission = self._emission_of(node)
-        return bool(emission.values or emission.nodes or emission.pairs)
+    def _pairs_by_child(self) -> dict[int, list[PairSpec]]:
+        """Required pairs grouped by child var (cached until the next change)."""
+        if self._pairs_index is None:
+            index: dict[int, list[PairSpec]] = {}
+            for _, spec in sorted(self._pairs.items()):
+                index.setdefault(spec.child_var, []).append(spec)
+            self._pairs_index = index
+        return self._pairs_index
 
     # ----------------------------------------------------------- evaluation
     def evaluate(self, stream: str, docid: str, ts_micros: int, xml: bytes | str) -> WitnessBatch:
@@ -267,193 +258,10 @@ class Stage1:
         automaton = self._automata.get(stream)
         evaluator = PredicateEvaluator(root)
         if automaton is None:
-            _walk_checks_only(root, self.limits.max_depth)
-            builder.add_document(stream, docid, ts)
+            walk_checks_only(root, self.limits.max_depth)
         else:
-            run = _DocumentRun(self, automaton, evaluator, builder)
-            run.walk(root, self.limits.max_depth)
-            run.doc = builder.add_document(stream, docid, ts)
-            run.flush()
+            DocumentRun(automaton, evaluator, builder).walk(root, self.limits.max_depth)
+        builder.fill_doc(builder.add_document(stream, docid, ts))
         builder.function_errors += evaluator.function_errors
         self.counters["function_errors"] += evaluator.function_errors
         self.counters["documents"] += 1
-
-
-def _walk_checks_only(root: etree._Element, max_depth: int) -> None:
-    stack: list[tuple[etree._Element, int]] = [(root, 1)]
-    while stack:
-        element, depth = stack.pop()
-        if depth > max_depth:
-            raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
-        for child in element:
-            if isinstance(child, etree._Entity):
-                raise entity_error(child)
-            if isinstance(child.tag, str):
-                stack.append((child, depth + 1))
-
-
-class _DocumentRun:
-    """The single walk over one document and the rows it produces."""
-
-    __slots__ = (
-        "automaton",
-        "builder",
-        "doc",
-        "elements",
-        "evaluator",
-        "hits",
-        "parents",
-        "stage",
-        "states",
-    )
-
-    def __init__(
-        self,
-        stage: Stage1,
-        automaton: Automaton,
-        evaluator: PredicateEvaluator,
-        builder: WitnessBuilder,
-    ) -> None:
-        self.stage = stage
-        self.automaton = automaton
-        self.evaluator = evaluator
-        self.builder = builder
-        self.doc = -1
-        self.states: list[State] = []
-        self.parents: list[int] = []
-        self.elements: list[etree._Element] = []
-        #: (trie node, node id, owner element index, is element, raw value or element)
-        self.hits: list[tuple[TrieNode, str, int, bool, object]] = []
-
-    def walk(self, root: etree._Element, max_depth: int) -> None:
-        automaton = self.automaton
-        step = automaton.step
-        evaluator = self.evaluator
-        states, parents, elements, hits = self.states, self.parents, self.elements, self.hits
-        stack: list[tuple[etree._Element, State, int, int]] = [(root, automaton.start(), -1, 1)]
-        while stack:
-            element, parent_state, parent_index, depth = stack.pop()
-            if depth > max_depth:
-                raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
-            state = step(parent_state, element, element.tag, evaluator)
-            index = len(elements)
-            elements.append(element)
-            states.append(state)
-            parents.append(parent_index)
-            if state.emit:
-                node_id = str(index)
-                for node in state.emit:
-                    hits.append((node, node_id, index, True, element))
-            if state.attribute_index and len(element.attrib):
-                self._attributes(state, element, index)
-            if state.text_candidates:
-                self._texts(state, element, index)
-            children = []
-            for child in element:
-                if isinstance(child.tag, str):
-                    children.append(child)
-                elif isinstance(child, etree._Entity):
-                    raise entity_error(child)
-            depth += 1
-            for child in reversed(children):
-                stack.append((child, state, index, depth))
-
-    def _attributes(self, state: State, element: etree._Element, index: int) -> None:
-        for key, raw in attribute_items(element):
-            candidates = self.automaton.attribute_candidates(state, key)
-            if not candidates:
-                continue
-            node_id: str | None = None
-            for node in candidates:
-                if not self.stage._is_needed(node):
-                    continue
-                if node.predicates and not self.evaluator.all_hold(
-                    node.predicates, AttributeNode(element, key, raw)
-                ):
-                    continue
-                if node_id is None:
-                    node_id = attribute_id(index, element, key)
-                self.hits.append((node, node_id, index, False, raw))
-
-    def _texts(self, state: State, element: etree._Element, index: int) -> None:
-        needed = [n for n in state.text_candidates if self.stage._is_needed(n)]
-        if not needed:
-            return
-        for k, raw in enumerate(text_children(element), start=1):
-            node_id = f"{index}/text()[{k}]"
-            for node in needed:
-                if node.predicates and not self.evaluator.all_hold(
-                    node.predicates, TextNode(element, k, raw)
-                ):
-                    continue
-                self.hits.append((node, node_id, index, False, raw))
-
-    def flush(self) -> None:
-        """Append the document's rows (values, matches, bindings) to the builder."""
-        b = self.builder
-        doc = self.doc
-        emission_of = self.stage._emission_of
-        value_cache: dict[int, str] = {}
-        for node, node_id, owner, is_element, source in self.hits:
-            emission = emission_of(node)
-            if emission.values:
-                if is_element:
-                    value = value_cache.get(owner)
-                    if value is None:
-                        value = self.evaluator.value(self.elements[owner])
-                        value_cache[owner] = value
-                else:
-                    value = normalize(str(source))
-                count = len(emission.values)
-                b.value_doc.extend([doc] * count)
-                b.value_var.extend(emission.values)
-                b.value_node.extend([node_id] * count)
-                b.value_str.extend([value] * count)
-            if emission.nodes:
-                count = len(emission.nodes)
-                b.match_doc.extend([doc] * count)
-                b.match_var.extend(emission.nodes)
-                b.match_node.extend([node_id] * count)
-            for spec in emission.pairs:
-                for parent in self._pair_parents(spec, owner, is_element):
-                    b.bind_doc.append(doc)
-                    b.bind_var1.append(spec.parent_var)
-                    b.bind_var2.append(spec.child_var)
-                    b.bind_node1.append(str(parent))
-                    b.bind_node2.append(node_id)
-
-    def _pair_parents(self, spec: _PairSpec, owner: int, is_element: bool) -> list[int]:
-        """Element indices of the parent variable from which this child node is reached."""
-        if spec.root_parent:
-            return [0]
-        states, parents = self.states, self.parents
-        chain = spec.chain
-        i = len(chain) - 1
-        current: set[int]
-        if is_element:
-            current = {owner}
-        else:
-            previous = chain[i - 1]
-            current = set()
-            position = owner
-            while position >= 0:
-                if previous in states[position].matched:
-                    current.add(position)
-                if chain[i].axis == "/":
-                    break
-                position = parents[position]
-            i -= 1
-        while i > 0 and current:
-            node, previous = chain[i], chain[i - 1]
-            found: set[int] = set()
-            for x in current:
-                position = parents[x]
-                while position >= 0:
-                    if previous in states[position].matched:
-                        found.add(position)
-                    if node.axis == "/":
-                        break
-                    position = parents[position]
-            current = found
-            i -= 1
-        return sorted(current)

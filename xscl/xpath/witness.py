@@ -40,8 +40,9 @@ Documents that could not be evaluated produce no rows; they are listed in
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -126,48 +127,76 @@ class WitnessBatch:
         )
 
 
-@dataclass
-class WitnessBuilder:
-    """Column lists that one evaluation run appends to; ``build`` makes Arrow batches.
+def _int32(column: array[int]) -> pa.Array:
+    """An Arrow int32 array over a copy of ``column``'s bytes (no per-item conversion)."""
+    return pa.Array.from_buffers(pa.int32(), len(column), [None, pa.py_buffer(column.tobytes())])
 
-    Per-document rows are appended with the document key stored once per
-    document (``*_doc`` holds an index into ``docs``), which keeps the hot
-    loop to a few list appends.
+
+_ELEMENT_IDS: list[str] = []
+
+
+def element_ids(count: int) -> list[str]:
+    """Interned node ids ``"0"`` .. ``str(count - 1)`` (grown on demand, shared)."""
+    if len(_ELEMENT_IDS) < count:
+        _ELEMENT_IDS.extend(str(i) for i in range(len(_ELEMENT_IDS), max(count, 1024)))
+    return _ELEMENT_IDS
+
+
+class WitnessBuilder:
+    """Columns that one evaluation run appends to; ``build`` makes the Arrow batches once.
+
+    Rows are stored column-wise as small ints: each distinct node a batch
+    emits is stored once in a node table (``node_ids``, ``node_values``) and
+    rows refer to it by index, so an element matched by hundreds of variables
+    costs one string value and a few ``extend`` calls.  ``*_doc`` columns hold
+    an index into the document columns.  Arrow ``take`` expands refs and
+    document keys into the final string columns in C.
     """
 
-    doc_stream: list[str] = field(default_factory=list)
-    doc_docid: list[str] = field(default_factory=list)
-    doc_ts: list[int] = field(default_factory=list)
-    bind_doc: list[int] = field(default_factory=list)
-    bind_var1: list[int] = field(default_factory=list)
-    bind_var2: list[int] = field(default_factory=list)
-    bind_node1: list[str] = field(default_factory=list)
-    bind_node2: list[str] = field(default_factory=list)
-    value_doc: list[int] = field(default_factory=list)
-    value_var: list[int] = field(default_factory=list)
-    value_node: list[str] = field(default_factory=list)
-    value_str: list[str] = field(default_factory=list)
-    match_doc: list[int] = field(default_factory=list)
-    match_var: list[int] = field(default_factory=list)
-    match_node: list[str] = field(default_factory=list)
-    errors: list[DocumentError] = field(default_factory=list)
-    function_errors: int = 0
+    def __init__(self) -> None:
+        self.doc_stream: list[str] = []
+        self.doc_docid: list[str] = []
+        self.doc_ts: list[int] = []
+        self.node_ids: list[str] = []
+        self.node_values: list[str] = []
+        self.bind_doc = array("i")
+        self.bind_var1 = array("i")
+        self.bind_var2 = array("i")
+        #: element index of the parent node (its id is ``str(index)``)
+        self.bind_node1 = array("i")
+        self.bind_ref2 = array("i")
+        self.value_doc = array("i")
+        self.value_var = array("i")
+        self.value_ref = array("i")
+        self.match_doc = array("i")
+        self.match_var = array("i")
+        self.match_ref = array("i")
+        self.errors: list[DocumentError] = []
+        self.function_errors = 0
 
-    def mark(self) -> tuple[int, int, int, int]:
-        return (len(self.doc_stream), len(self.bind_doc), len(self.value_doc), len(self.match_doc))
+    def mark(self) -> tuple[int, int, int, int, int]:
+        return (
+            len(self.doc_stream),
+            len(self.bind_doc),
+            len(self.value_doc),
+            len(self.match_doc),
+            len(self.node_ids),
+        )
 
-    def rollback(self, mark: tuple[int, int, int, int]) -> None:
+    def rollback(self, mark: tuple[int, int, int, int, int]) -> None:
         """Forget every row appended since ``mark`` (a document that failed midway)."""
-        docs, binds, values, matches = mark
+        docs, binds, values, matches, nodes = mark
         for column in (self.doc_stream, self.doc_docid, self.doc_ts):
             del column[docs:]
-        for column in (self.bind_doc, self.bind_var1, self.bind_var2, self.bind_node1):
-            del column[binds:]
-        del self.bind_node2[binds:]
-        for column in (self.value_doc, self.value_var, self.value_node, self.value_str):
-            del column[values:]
-        for column in (self.match_doc, self.match_var, self.match_node):
-            del column[matches:]
+        for binary in (self.bind_doc, self.bind_var1, self.bind_var2, self.bind_node1):
+            del binary[binds:]
+        del self.bind_ref2[binds:]
+        for binary in (self.value_doc, self.value_var, self.value_ref):
+            del binary[values:]
+        for binary in (self.match_doc, self.match_var, self.match_ref):
+            del binary[matches:]
+        del self.node_ids[nodes:]
+        del self.node_values[nodes:]
 
     def add_document(self, stream: str, docid: str, ts: int) -> int:
         self.doc_stream.append(stream)
@@ -175,8 +204,25 @@ class WitnessBuilder:
         self.doc_ts.append(ts)
         return len(self.doc_stream) - 1
 
-    def _key_columns(self, doc_index: list[int]) -> list[pa.Array]:
-        indices = pa.array(doc_index, type=pa.int32())
+    def add_node(self, node_id: str, value: str) -> int:
+        """Store one emitted node; returns its ref."""
+        self.node_ids.append(node_id)
+        self.node_values.append(value)
+        return len(self.node_ids) - 1
+
+    def fill_doc(self, doc: int) -> None:
+        """Set the document column of every row appended since the last call to ``doc``."""
+        for doc_column, rows in (
+            (self.bind_doc, self.bind_var1),
+            (self.value_doc, self.value_var),
+            (self.match_doc, self.match_var),
+        ):
+            missing = len(rows) - len(doc_column)
+            if missing > 0:
+                doc_column.extend(array("i", [doc]) * missing)
+
+    def _key_columns(self, doc_index: array[int]) -> list[pa.Array]:
+        indices = _int32(doc_index)
         return [
             pa.array(self.doc_stream, type=pa.string()).take(indices),
             pa.array(self.doc_docid, type=pa.string()).take(indices),
@@ -192,30 +238,36 @@ class WitnessBuilder:
             ],
             schema=DOCS_SCHEMA,
         )
+        node_ids = pa.array(self.node_ids, type=pa.string())
+        node_values = pa.array(self.node_values, type=pa.string())
+        parents = self.bind_node1
+        count = max(parents) + 1 if parents else 0
+        parent_ids = pa.array(element_ids(count)[:count], type=pa.string())
         bindings = pa.RecordBatch.from_arrays(
             [
                 *self._key_columns(self.bind_doc),
-                pa.array(self.bind_var1, type=pa.int32()),
-                pa.array(self.bind_var2, type=pa.int32()),
-                pa.array(self.bind_node1, type=pa.string()),
-                pa.array(self.bind_node2, type=pa.string()),
+                _int32(self.bind_var1),
+                _int32(self.bind_var2),
+                parent_ids.take(_int32(parents)),
+                node_ids.take(_int32(self.bind_ref2)),
             ],
             schema=BINDINGS_SCHEMA,
         )
+        value_refs = _int32(self.value_ref)
         values = pa.RecordBatch.from_arrays(
             [
                 *self._key_columns(self.value_doc),
-                pa.array(self.value_var, type=pa.int32()),
-                pa.array(self.value_node, type=pa.string()),
-                pa.array(self.value_str, type=pa.string()),
+                _int32(self.value_var),
+                node_ids.take(value_refs),
+                node_values.take(value_refs),
             ],
             schema=VALUES_SCHEMA,
         )
         matches = pa.RecordBatch.from_arrays(
             [
                 *self._key_columns(self.match_doc),
-                pa.array(self.match_var, type=pa.int32()),
-                pa.array(self.match_node, type=pa.string()),
+                _int32(self.match_var),
+                node_ids.take(_int32(self.match_ref)),
             ],
             schema=MATCHES_SCHEMA,
         )

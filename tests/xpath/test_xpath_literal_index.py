@@ -1,0 +1,53 @@
+"""The literal index answers exactly what one ``compare`` per literal answers (spec 3.1)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xscl.lang.ast import NumberLiteral, StringLiteral
+from xscl.xpath.literal_index import LiteralIndex
+from xscl.xpath.strings import compare, parse_number
+
+OPS = ["=", "!=", "<", "<=", ">", ">="]
+WORDS = st.sampled_from(["", "a", "b", "ab", "B", "caf\u00e9", "1", "10", "2.5", "-3", "x y"])
+NUMBERS = st.sampled_from(["0", "1", "2.5", "-3", "10", "1.0"]).map(Decimal)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    entries=st.lists(st.tuples(st.sampled_from(OPS), WORDS), max_size=12),
+    values=st.lists(WORDS, max_size=3),
+)
+def test_string_literals_match_compare(entries: list[tuple[str, str]], values: list[str]) -> None:
+    index = LiteralIndex([(op, lit, i) for i, (op, lit) in enumerate(entries)])
+    out: list[int] = []
+    index.collect(values, out)
+    expected = {
+        i
+        for i, (op, lit) in enumerate(entries)
+        if any(compare(v, op, StringLiteral(lit)) for v in values)  # type: ignore[arg-type]
+    }
+    assert set(out) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    entries=st.lists(st.tuples(st.sampled_from(OPS), NUMBERS), max_size=12),
+    values=st.lists(WORDS, max_size=3),
+)
+def test_number_literals_match_compare(
+    entries: list[tuple[str, Decimal]], values: list[str]
+) -> None:
+    index = LiteralIndex([(op, lit, i) for i, (op, lit) in enumerate(entries)])
+    numbers = [n for n in map(parse_number, values) if n is not None]
+    out: list[int] = []
+    index.collect(numbers, out)
+    expected = {
+        i
+        for i, (op, lit) in enumerate(entries)
+        if any(compare(v, op, NumberLiteral(lit)) for v in values)  # type: ignore[arg-type]
+    }
+    assert set(out) == expected

@@ -1,0 +1,224 @@
+"""The single walk over one parsed document and the witness rows it appends.
+
+The walk is lxml's C-level ``iterwalk`` (start/end events in document order),
+keeping the indices of the open elements on a stack: the parent of an element
+and the ancestor any number of levels up are list lookups, and there is no
+Python recursion and no per-child list building.
+Per element the DFA gives a :class:`~xscl.xpath.automaton.State` whose
+precomputed :class:`~xscl.xpath.emission.Emission` says which var ids
+need a value, a node or a pair row: the element's string value is computed
+at most once (shared by every var and memoised with the predicates'), its
+node id is an interned string stored once in the builder's node table, and
+rows are appended column-wise as ints.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from xscl.xpath.automaton import Automaton, State
+from xscl.xpath.emission import Emission, PairSpec
+from xscl.xpath.errors import TOO_DEEP, Stage1Error
+from xscl.xpath.nodes import (
+    AttributeNode,
+    TextNode,
+    attribute_id,
+    attribute_items,
+    split_name,
+    text_children,
+)
+from xscl.xpath.predicates import PredicateEvaluator
+from xscl.xpath.safe_parse import entity_error
+from xscl.xpath.strings import normalize
+from xscl.xpath.witness import WitnessBuilder, element_ids
+
+_ENTITY = etree.Entity
+
+
+def walk_checks_only(root: etree._Element, max_depth: int) -> None:
+    """The walk's own checks (depth, entity references) for a stream with no definitions."""
+    for node in root.iter(_ENTITY):
+        raise entity_error(node)
+    depth: dict[etree._Element, int] = {}
+    for element in root.iter(etree.Element):
+        parent = element.getparent()
+        level = 1 if parent is None else depth[parent] + 1
+        if level > max_depth:
+            raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+        depth[element] = level
+
+
+class DocumentRun:
+    """One document: walk, states per element, rows into a :class:`WitnessBuilder`."""
+
+    __slots__ = ("automaton", "builder", "evaluator", "parents", "path", "states")
+
+    def __init__(
+        self, automaton: Automaton, evaluator: PredicateEvaluator, builder: WitnessBuilder
+    ) -> None:
+        self.automaton = automaton
+        self.evaluator = evaluator
+        self.builder = builder
+        #: per element (pre-order index): its DFA state and its parent's index
+        self.states: list[State] = []
+        self.parents: list[int] = []
+        #: pre-order indices of the elements from the root to the current one
+        self.path: list[int] = []
+
+    def walk(self, root: etree._Element, max_depth: int) -> None:
+        """Visit every element once; raises for entity references and excess depth."""
+        automaton = self.automaton
+        step = automaton.step
+        evaluator = self.evaluator
+        element_value = evaluator.element_value
+        builder = self.builder
+        node_ids, node_values = builder.node_ids, builder.node_values
+        value_var, value_ref = builder.value_var, builder.value_ref
+        match_var, match_ref = builder.match_var, builder.match_ref
+        states, parents = self.states, self.parents
+        #: pre-order indices of the open elements, root first (the current path)
+        path = self.path
+        start = automaton.start()
+        ids = element_ids(1024)
+        index = 0
+        for event, element in etree.iterwalk(root, events=("start", "end")):
+            if event == "end":
+                path.pop()
+                continue
+            tag = element.tag
+            if tag.__class__ is not str:
+                raise entity_error(element)  # only entity references reach here
+            if path:
+                if len(path) >= max_depth:
+                    raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+                parent_index = path[-1]
+                state = step(states[parent_index], element, tag, evaluator)
+            else:
+                parent_index = -1
+                state = step(start, element, tag, evaluator)
+            path.append(index)
+            states.append(state)
+            parents.append(parent_index)
+            output = state.output
+            if output is not None:
+                ref = len(node_ids)
+                if index >= len(ids):
+                    ids = element_ids(index + 1)
+                node_ids.append(ids[index])
+                values = output.values
+                if values:
+                    node_values.append(element_value(element))
+                    value_var.extend(values)
+                    value_ref.extend([ref] * len(values))
+                else:
+                    node_values.append("")
+                if output.nodes:
+                    match_var.extend(output.nodes)
+                    match_ref.extend([ref] * len(output.nodes))
+                if output.pairs:
+                    self._bind(output, ref, index, True)
+            if state.attribute_index:
+                attributes = attribute_items(element)
+                if attributes:
+                    self._attributes(state, element, index, attributes)
+            if state.text_candidates:
+                self._texts(state, element, index)
+            index += 1
+
+    def _emit(self, emission: Emission, node_id: str, raw: str, owner: int) -> None:
+        """Rows of one attribute or text node (``raw``: its unnormalised value)."""
+        builder = self.builder
+        ref = builder.add_node(node_id, normalize(raw) if emission.values else "")
+        if emission.values:
+            builder.value_var.extend(emission.values)
+            builder.value_ref.extend([ref] * len(emission.values))
+        if emission.nodes:
+            builder.match_var.extend(emission.nodes)
+            builder.match_ref.extend([ref] * len(emission.nodes))
+        if emission.pairs:
+            self._bind(emission, ref, owner, False)
+
+    def _attributes(
+        self,
+        state: State,
+        element: etree._Element,
+        index: int,
+        attributes: list[tuple[str, str]],
+    ) -> None:
+        index_by_local = state.attribute_index
+        for key, raw in attributes:
+            if split_name(key)[1] not in index_by_local:
+                continue
+            node_id: str | None = None
+            for node, emission in self.automaton.attribute_candidates(state, key):
+                if node.predicates and not self.evaluator.all_hold(
+                    node.predicates, AttributeNode(element, key, raw)
+                ):
+                    continue
+                if node_id is None:
+                    node_id = attribute_id(index, element, key)
+                self._emit(emission, node_id, raw, index)
+
+    def _texts(self, state: State, element: etree._Element, index: int) -> None:
+        for k, raw in enumerate(text_children(element), start=1):
+            node_id = f"{index}/text()[{k}]"
+            for node, emission in state.text_candidates:
+                if node.predicates and not self.evaluator.all_hold(
+                    node.predicates, TextNode(element, k, raw)
+                ):
+                    continue
+                self._emit(emission, node_id, raw, index)
+
+    def _bind(self, emission: Emission, ref: int, owner: int, is_element: bool) -> None:
+        """``bindings`` rows of the edges ending at one node (``owner``: its element)."""
+        builder = self.builder
+        path = self.path  # ends with ``owner``
+        for group in emission.fixed_pairs:
+            # distance < 0: the parent variable is the root element
+            parent = 0 if group.distance < 0 else path[-1 - group.distance]
+            count = len(group.parent_vars)
+            builder.bind_var1.extend(group.parent_vars)
+            builder.bind_var2.extend(group.child_vars)
+            builder.bind_node1.extend([parent] * count)
+            builder.bind_ref2.extend([ref] * count)
+        for spec in emission.searched_pairs:
+            for parent in self._pair_parents(spec, owner, is_element):
+                builder.bind_var1.append(spec.parent_var)
+                builder.bind_var2.append(spec.child_var)
+                builder.bind_node1.append(parent)
+                builder.bind_ref2.append(ref)
+
+    def _pair_parents(self, spec: PairSpec, owner: int, is_element: bool) -> list[int]:
+        """Element indices of the parent variable from which this child node is reached."""
+        parents = self.parents
+        states = self.states
+        chain = spec.chain
+        i = len(chain) - 1
+        current: set[int]
+        if is_element:
+            current = {owner}
+        else:
+            previous = chain[i - 1]
+            current = set()
+            position = owner
+            while position >= 0:
+                if previous in states[position].matched:
+                    current.add(position)
+                if chain[i].axis == "/":
+                    break
+                position = parents[position]
+            i -= 1
+        while i > 0 and current:
+            node, previous = chain[i], chain[i - 1]
+            found: set[int] = set()
+            for x in current:
+                position = parents[x]
+                while position >= 0:
+                    if previous in states[position].matched:
+                        found.add(position)
+                    if node.axis == "/":
+                        break
+                    position = parents[position]
+            current = found
+            i -= 1
+        return sorted(current)
