@@ -126,3 +126,13 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
                  "--allowed-lateness", "soon"]) == 2
     assert main([]) == 2
+
+
+def test_demo_batch_part_agrees_with_reference_and_expected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from xscl.demo import main as demo_main
+
+    assert demo_main(["--no-spark"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("matches the reference evaluator and expected-results.jsonl") == 2

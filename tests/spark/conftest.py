@@ -11,6 +11,8 @@ pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+from xscl.connectors.document import Document  # noqa: E402
+from xscl.connectors.spool import Spool  # noqa: E402
 from xscl.spark_plugin.errors import JavaNotFoundError  # noqa: E402
 from xscl.spark_plugin.session import ROCKSDB_PROVIDER, build_session, find_java_home  # noqa: E402
 
@@ -40,3 +42,28 @@ def spark(spark_home: Path) -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+class SpoolKit:
+    """Small spools for the tests: documents one second apart, URL docids on every third."""
+
+    #: 2006-06-01T10:00:00Z in microseconds.
+    base_ts = 1_149_156_000_000_000
+
+    def docs(self, count: int, *, start: int = 0, stream: str = "S") -> list[Document]:
+        out = []
+        for i in range(start, start + count):
+            docid = f"https://example.org/item/{i}" if i % 3 == 0 else f"d{i}"
+            xml = f"<item><title>t{i} &amp; é</title><author>a{i % 4}</author></item>"
+            out.append(Document(stream, docid, self.base_ts + i * 1_000_001, xml))
+        return out
+
+    def fill(self, path: Path, docs: list[Document]) -> None:
+        """Append ``docs`` to the spool at ``path`` (created when missing)."""
+        with Spool(path, sync=False) as spool:
+            spool.append(docs)
+
+
+@pytest.fixture(scope="session")
+def spool_kit() -> SpoolKit:
+    return SpoolKit()

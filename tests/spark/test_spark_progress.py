@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from tests.spark.spool_fixtures import fill_spool, make_docs
 from xscl.spark_plugin.progress import ProgressPrinter, batch_progress, observe_results
 
 
@@ -40,8 +39,8 @@ def test_batch_progress_parses_a_progress_object() -> None:
 
 
 @pytest.mark.spark
-def test_listener_reports_each_micro_batch(spark: Any, tmp_path: Path) -> None:
-    fill_spool(tmp_path / "spool", make_docs(20))
+def test_listener_reports_each_micro_batch(spark: Any, tmp_path: Path, spool_kit: Any) -> None:
+    spool_kit.fill(tmp_path / "spool", spool_kit.docs(20))
     lines: list[str] = []
     printer = ProgressPrinter(lines.append)
     spark.streams.addListener(printer)

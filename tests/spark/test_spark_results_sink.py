@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from tests.spark.spool_fixtures import fill_spool, make_docs
 from xscl.spark_plugin.results_sink import (
     StagedPart,
     commit_batch,
@@ -73,10 +72,12 @@ def _pass_through(spark: Any, spool: Path) -> Any:
 
 
 @pytest.mark.spark
-def test_streaming_sink_survives_replay_without_duplicates(spark: Any, tmp_path: Path) -> None:
+def test_streaming_sink_survives_replay_without_duplicates(
+    spark: Any, tmp_path: Path, spool_kit: Any
+) -> None:
     spool, results, checkpoint = tmp_path / "spool", tmp_path / "results", tmp_path / "ck"
-    docs = make_docs(20)
-    fill_spool(spool, docs)
+    docs = spool_kit.docs(20)
+    spool_kit.fill(spool, docs)
 
     def run() -> None:
         query = (
@@ -102,3 +103,18 @@ def test_streaming_sink_survives_replay_without_duplicates(spark: Any, tmp_path:
     assert [r["docs"][0]["docid"] for r in records] == [d.docid for d in docs]
     assert records[1]["docs"][0]["ts"] == docs[1].ts  # RFC 3339, microseconds kept
     assert [m["batch"] for m in committed_markers(results)] == [f"{b:020d}" for b in range(3)]
+
+
+@pytest.mark.spark
+def test_batch_writes_append_and_overwrite(spark: Any, tmp_path: Path) -> None:
+    rows = [("Q", f"r{i}", f"<result n='{i}'/>") for i in range(5)]
+    frame = spark.createDataFrame(rows, "query STRING, result_id STRING, xml STRING")
+    target = str(tmp_path / "out")
+    frame.write.format("xscl-results").mode("append").save(target)
+    frame.write.format("xscl-results").mode("append").save(target)  # same results again
+    assert sorted(r["result_id"] for r in read_results(target)) == [f"r{i}" for i in range(5)]
+    assert len(committed_markers(target)) == 2
+    frame.limit(2).write.format("xscl-results").mode("overwrite").save(target)
+    assert len(list(read_results(target))) == 2
+    with pytest.raises(Exception, match="result_id"):
+        frame.drop("result_id").write.format("xscl-results").mode("append").save(target)

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from tests.spark.spool_fixtures import BASE_TS, fill_spool, make_docs
 from xscl.spark_plugin.errors import DataSourceOptionError
 from xscl.spark_plugin.spool_source import SpoolOptions, read_range, split_range
 
@@ -31,9 +30,9 @@ def test_options_are_validated() -> None:
         SpoolOptions.parse({"path": "x", "maxRecordsPerBatch": "0"})
 
 
-def test_read_range_is_exact_and_arrow_typed(tmp_path: Path) -> None:
-    docs = make_docs(5)
-    fill_spool(tmp_path / "spool", docs)
+def test_read_range_is_exact_and_arrow_typed(tmp_path: Path, spool_kit: Any) -> None:
+    docs = spool_kit.docs(5)
+    spool_kit.fill(tmp_path / "spool", docs)
     batches = list(read_range(str(tmp_path / "spool"), 1, 4))
     table = batches[0].to_pydict()
     assert table["offset"] == [1, 2, 3]
@@ -43,9 +42,9 @@ def test_read_range_is_exact_and_arrow_typed(tmp_path: Path) -> None:
         list(read_range(str(tmp_path / "spool"), 3, 9))
 
 
-def test_batch_backfill_reads_a_range(spark: Any, tmp_path: Path) -> None:
-    docs = make_docs(25)
-    fill_spool(tmp_path / "spool", docs)
+def test_batch_backfill_reads_a_range(spark: Any, tmp_path: Path, spool_kit: Any) -> None:
+    docs = spool_kit.docs(25)
+    spool_kit.fill(tmp_path / "spool", docs)
     df = (
         spark.read.format("xscl-spool")
         .option("path", str(tmp_path / "spool"))
@@ -66,7 +65,7 @@ def test_batch_backfill_reads_a_range(spark: Any, tmp_path: Path) -> None:
             / dt.timedelta(microseconds=1))
         for r in rows
     ]
-    assert micros == [BASE_TS + i * 1_000_001 for i in range(4, 21)]
+    assert micros == [spool_kit.base_ts + i * 1_000_001 for i in range(4, 21)]
 
 
 def _run_capture(spark: Any, spool: Path, checkpoint: Path, captured: dict[int, Any]) -> None:
@@ -88,10 +87,12 @@ def _run_capture(spark: Any, spool: Path, checkpoint: Path, captured: dict[int, 
     assert query.exception() is None
 
 
-def test_stream_micro_batches_and_byte_identical_replay(spark: Any, tmp_path: Path) -> None:
+def test_stream_micro_batches_and_byte_identical_replay(
+    spark: Any, tmp_path: Path, spool_kit: Any
+) -> None:
     spool, checkpoint = tmp_path / "spool", tmp_path / "ck"
-    docs = make_docs(25)
-    fill_spool(spool, docs)
+    docs = spool_kit.docs(25)
+    spool_kit.fill(spool, docs)
     first: dict[int, Any] = {}
     _run_capture(spark, spool, checkpoint, first)
     assert sorted(first) == [0, 1, 2]
@@ -101,7 +102,7 @@ def test_stream_micro_batches_and_byte_identical_replay(spark: Any, tmp_path: Pa
     # Forget that batch 2 was committed: Spark must replay it at the same offsets.
     (checkpoint / "commits" / "2").unlink()
     (checkpoint / "commits" / ".2.crc").unlink(missing_ok=True)
-    fill_spool(spool, make_docs(3, start=25))  # new data must not leak into the replay
+    spool_kit.fill(spool, spool_kit.docs(3, start=25))  # new data must not leak into the replay
     second: dict[int, Any] = {}
     _run_capture(spark, spool, checkpoint, second)
     assert second[2] == first[2]

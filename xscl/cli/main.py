@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "xscl.cli.explain",
     "xscl.cli.run",
     "xscl.cli.poll",
+    "xscl.cli.serve",
     "xscl.cli.templates_cmd",
 )
 

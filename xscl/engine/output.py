@@ -29,6 +29,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from lxml import etree
@@ -85,6 +86,14 @@ class BlockOutput:
     first_id: int | None
     first_is_root: bool
 
+    @cached_property
+    def signature(self) -> tuple[object, ...]:
+        """The block's pattern in var ids only (queries with equal patterns share it)."""
+        shape = tuple(
+            (self.ids[n], self.ids.get(self.parent.get(n, ""), -1)) for n in self.variables
+        )
+        return (shape, self.first_id, self.first_is_root)
+
 
 class DocumentTrees:
     """Parsed documents by (stream, docid), least recently used dropped first."""
@@ -113,6 +122,8 @@ class _Tree:
         self.order: dict[str, tuple[int, int]] = {}
         self._counter = 0
         self._serialized: dict[str, str] = {}
+        #: first-step node per (block pattern signature, fixed join nodes): shared by queries
+        self.first_steps: dict[tuple[object, ...], str] = {}
         self._visit(root, 0)
 
     def _next(self) -> int:
@@ -252,7 +263,6 @@ class QueryOutput:
     def build_xml(
         self, docs: Sequence[DocState], join_nodes: Mapping[str, str], trees: DocumentTrees
     ) -> str:
-        result = etree.Element("result", query=self.qid)
         if self.select is None:
             nodes = []
             for index, doc in enumerate(docs):
@@ -264,9 +274,11 @@ class QueryOutput:
                 # namespace declarations), so cached strings are concatenated.
                 body = "".join(tree.serialized(node) for tree, node in nodes)
                 return f'<result query="{self.qid}">{body}</result>'
+            result = etree.Element("result", query=self.qid)
             for tree, node in nodes:
                 tree.append(result, node)
         else:
+            result = etree.Element("result", query=self.qid)
             for name in self.select:
                 holder = etree.SubElement(result, "var", name=name)
                 index = self.query.block_of(name)
@@ -295,9 +307,13 @@ class QueryOutput:
             assert out.first_id is not None
             return min(doc.nodes.get(out.first_id, ()), key=tree.key)
         fixed = self._fixed(block, join_nodes)
+        key = (out.signature, tuple(sorted((out.ids[n], node) for n, node in fixed.items())))
+        cached = tree.first_steps.get(key)
+        if cached is not None:
+            return cached
         firsts = {
             n for e in self.embeddings(block, doc, fixed) for n in self.first_nodes(block, doc, e)
         }
-        if fixed:
-            return max(firsts, key=tree.depth)
-        return min(firsts, key=tree.key)
+        chosen = max(firsts, key=tree.depth) if fixed else min(firsts, key=tree.key)
+        tree.first_steps[key] = chosen
+        return chosen

@@ -229,10 +229,14 @@ class ResultsBatchWriter(DataSourceWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Publish the write; with ``mode("overwrite")`` retire earlier markers (driver, once)."""
+        retired = committed_markers(self.path) if self.overwrite else []
         if self.overwrite:
             for marker in sorted((Path(self.path) / COMMITS).glob("*.json")):
                 marker.unlink()
         commit_batch(self.path, f"w-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", messages)
+        for old in retired:  # unreferenced now: readers no longer look at them
+            for part in old["parts"]:
+                (Path(self.path) / part["file"]).unlink(missing_ok=True)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Drop what the failed write staged (driver, on failure)."""

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xscl.spark_plugin.atom import DEFAULT_MAX_ENTRIES, AtomFeedWriter
+from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, add_job_arguments
 from xscl.spark_plugin.results_sink import (
     STAGING,
     StagedPart,
@@ -43,8 +44,6 @@ from xscl.spark_plugin.results_sink import (
     read_results,
     write_atomically,
 )
-
-DEFAULT_NAME = "xscl"
 
 
 class DriverEnginePipeline:
@@ -57,7 +56,7 @@ class DriverEnginePipeline:
         output: str | Path,
         *,
         allowed_lateness_micros: int | None = None,
-        feed_entries: int = DEFAULT_MAX_ENTRIES,
+        feed_entries: int = DEFAULT_FEED_ENTRIES,
     ) -> None:
         from xscl.engine import LocalEngine
 
@@ -146,29 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
         prog="xscl.spark_plugin.submit",
         description="Run XSCL queries continuously over a spool with Spark Structured Streaming.",
     )
-    parser.add_argument("--queries", required=True, metavar="FILE.xscl")
-    parser.add_argument("--spool", help="spool directory (default: HOME/spool)")
-    parser.add_argument(
-        "--home", default="xscl-data", help="checkpoints and results (default %(default)s)"
-    )
-    parser.add_argument("--name", default=DEFAULT_NAME, help="job name: checkpoint/results folder")
-    parser.add_argument("--master", help="Spark master (default: local[2], or spark-submit's)")
-    parser.add_argument("--once", action="store_true", help="process what is there, then exit")
-    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="S")
-    parser.add_argument("--max-records-per-batch", type=int, metavar="N")
-    parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
-    parser.add_argument("--feed-entries", type=int, default=DEFAULT_MAX_ENTRIES, metavar="N")
-    parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
-    parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    add_job_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; exit 0 when it ends normally, 2 on bad queries or arguments."""
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the job with parsed options (``xscl serve`` calls this)."""
     import xscl
     from xscl.cli.common import load_queries, parse_duration, print_errors
 
-    args = build_parser().parse_args(argv)
     lateness = None
     if args.allowed_lateness is not None:
         try:

@@ -18,14 +18,28 @@ that technology, after YFilter (Diao et al., 2003):
   is matched by the ``/``-children of ``matched(e)`` and the
   ``//``-children of ``anc(e)`` whose node test accepts c and whose
   predicates hold at c.  Attribute and text tests are resolved the same way
-  (``//@a`` and ``//text()`` also apply to e itself).
+  (``//@a`` and ``//text()`` also apply to e itself).  Only *live* trie
+  nodes are ever matched: those with a needed emission (a value, node or
+  pair somebody requires) at or below them, so definitions nobody reads
+  cost nothing per document.
 * **Lazy DFA.**  A :class:`State` interns one pair ``(matched, anc)``;
   transitions are cached per element tag, so a document whose paths were
-  seen before costs one dict lookup per element.  Transitions whose
-  candidates carry predicates cache the predicate-free part and evaluate only
-  the predicated candidates on the element (memoised per document).  Any
-  change to the trie or to the requirements drops the DFA cache, which is
-  refilled lazily by the next documents; the trie itself is never rebuilt.
+  seen before costs one dict lookup per element.  Each state also carries
+  its precomputed output (the merged :class:`~xscl.xpath.emission.Emission`
+  of its matched trie nodes: var ids needing values, nodes, pairs) and the
+  attribute/text trie nodes somebody needs, so emitting is a few column
+  appends.  Any change to the trie or to the requirements drops the DFA
+  cache, which is refilled lazily by the next documents; the trie itself is
+  never rebuilt.
+* **Predicated transitions.**  Transitions whose candidates carry predicates
+  cache the predicate-free part; the predicated candidates are grouped by
+  the relative path their predicate reads (``_PathGroup``): the path's
+  values are computed once per element (``/name`` paths straight from the
+  element's children by name, so absent names cost nothing), literal
+  comparisons are answered by a :class:`~xscl.xpath.literal_index.LiteralIndex`
+  (dict for ``=``, bisect for ``<``/``>``...) in O(log n + hits) per value,
+  and the set of candidates that passed maps to the target state.  Groups
+  and their indexes are shared by every transition with the same candidates.
 """
 
 from __future__ import annotations
@@ -274,10 +288,12 @@ class Automaton:
         #: predicate groups shared by transitions (see _PathGroup)
         self._groups: dict[tuple[int, tuple[TrieNode, ...]], _PathGroup] = {}
         self._checks: dict[tuple[TrieNode, ...], _CandidateChecks] = {}
-        #: trie nodes with attribute or text children by "/" and by "//"
+        #: trie nodes with live attribute or text children by "/" and by "//"
         self._leafy: tuple[frozenset[TrieNode], frozenset[TrieNode]] = (frozenset(), frozenset())
-        #: trie nodes with "//" children (they join ``anc`` where they match)
+        #: trie nodes with live "//" children (they join ``anc`` where they match)
         self._desc_sources: frozenset[TrieNode] = frozenset()
+        #: trie nodes that can lead to a row (see _prepare_run)
+        self._live: frozenset[TrieNode] = frozenset()
         self.nodes: dict[int, TrieNode] = {0: self.root}
 
     # ------------------------------------------------------------------ trie
@@ -369,14 +385,40 @@ class Automaton:
             self._states = {}
             self._groups = {}
             self._checks = {}
-            self._leafy = (
-                frozenset(n for n in self.nodes.values() if _has_leaves(self._slash[n.id])),
-                frozenset(n for n in self.nodes.values() if _has_leaves(self._desc[n.id])),
-            )
-            self._desc_sources = frozenset(n for n in self.nodes.values() if self._has_desc(n))
+            self._prepare_run()
             root_set = frozenset((self.root,))
             self._start = self._intern(root_set, frozenset())
         return self._start
+
+    def _prepare_run(self) -> None:
+        """Liveness and source sets for a fresh DFA (after any change).
+
+        A trie node is *live* when it or a trie descendant has a needed
+        emission; the others can never lead to a row, so they are never
+        matched (a definition nobody reads costs nothing per document).
+        """
+        emission_of = self._emission_of
+        live: set[TrieNode] = {self.root}
+        for node in self.nodes.values():
+            if node.var_ids and emission_of(node).needed:
+                current: TrieNode | None = node
+                while current is not None and current not in live:
+                    live.add(current)
+                    current = current.parent
+        self._live = frozenset(live)
+        slash_leafy: set[TrieNode] = set()
+        desc_leafy: set[TrieNode] = set()
+        desc_sources: set[TrieNode] = set()
+        for node in live:
+            parent = node.parent
+            if parent is None:
+                continue
+            if node.axis == "//":
+                desc_sources.add(parent)
+            if node.test.kind in ("attribute", "text"):
+                (slash_leafy if node.axis == "/" else desc_leafy).add(parent)
+        self._leafy = (frozenset(slash_leafy), frozenset(desc_leafy))
+        self._desc_sources = frozenset(desc_sources)
 
     def _intern(self, matched: frozenset[TrieNode], parent_anc: frozenset[TrieNode]) -> State:
         extra = matched & self._desc_sources
@@ -387,10 +429,6 @@ class Automaton:
             state = self._make_state(matched, anc)
             self._states[key] = state
         return state
-
-    def _has_desc(self, node: TrieNode) -> bool:
-        index = self._desc[node.id]
-        return bool(index.element or index.attribute or index.text)
 
     def _make_state(self, matched: frozenset[TrieNode], anc: frozenset[TrieNode]) -> State:
         emission_of = self._emission_of
@@ -453,6 +491,7 @@ class Automaton:
 
     def _transition(self, state: State, tag: str) -> State | _PredicatedTransition:
         uri, local = split_name(tag)
+        live = self._live
         base: list[TrieNode] = []
         predicated: list[TrieNode] = []
         for indexes, sources in ((self._slash, state.matched), (self._desc, state.anc)):
@@ -462,7 +501,7 @@ class Automaton:
                     continue
                 for key in (local, None):
                     for node in index.element.get(key, ()):
-                        if _accepts_element(node.test, uri, local):
+                        if node in live and _accepts_element(node.test, uri, local):
                             (predicated if node.predicates else base).append(node)
         if not predicated:
             return self._intern(frozenset(base), state.anc)
@@ -481,15 +520,6 @@ class Automaton:
         return [p for p in nodes if _accepts_attribute(p[0].test, uri, local)]
 
 
-def _has_leaves(index: _Index) -> bool:
-    return bool(index.attribute or index.text)
-
-
 def _unique(nodes: list[TrieNode]) -> list[TrieNode]:
-    seen: set[int] = set()
-    out: list[TrieNode] = []
-    for node in nodes:
-        if node.id not in seen:
-            seen.add(node.id)
-            out.append(node)
-    return out
+    """``nodes`` without repeats, in order (trie nodes hash by identity)."""
+    return list(dict.fromkeys(nodes))

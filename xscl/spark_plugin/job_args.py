@@ -1,0 +1,31 @@
+"""Command-line options of the streaming job, shared by ``xscl serve`` and spark-submit.
+
+Kept free of Spark imports so that ``xscl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+#: Default job name: the checkpoint and results folder under ``--home``.
+DEFAULT_NAME = "xscl"
+#: Default number of newest entries kept in each query's Atom feed.
+DEFAULT_FEED_ENTRIES = 200
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the streaming job's options to ``parser`` (runs on the driver, once)."""
+    parser.add_argument("--queries", required=True, metavar="FILE.xscl")
+    parser.add_argument("--spool", help="spool directory (default: HOME/spool)")
+    parser.add_argument(
+        "--home", default="xscl-data", help="checkpoints and results (default %(default)s)"
+    )
+    parser.add_argument("--name", default=DEFAULT_NAME, help="job name: checkpoint/results folder")
+    parser.add_argument("--master", help="Spark master (default: local[2], or spark-submit's)")
+    parser.add_argument("--once", action="store_true", help="process what is there, then exit")
+    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="S")
+    parser.add_argument("--max-records-per-batch", type=int, metavar="N")
+    parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
+    parser.add_argument("--feed-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N")
+    parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
+    parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
