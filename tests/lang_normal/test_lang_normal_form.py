@@ -296,6 +296,7 @@ def test_equalities_are_oriented_deduplicated_and_sorted() -> None:
         "FOLLOWED BY {w=q AND u=w, 2m} U//c->w"
     )
     assert n.equalities == (
+        NormalEquality("p", "p", 0, 0),  # kept: p must have a non-empty value
         NormalEquality("p", "q", 0, 0),
         NormalEquality("p", "u", 0, 1),
         NormalEquality("q", "w", 0, 2),
@@ -339,3 +340,16 @@ def test_function_text_rewrite_spares_literals_axes_and_undeclared_prefixes() ->
     assert function_namespaces(qualified) == {"n0": odd, "n1": "urn:q"}
     assert qualify_function_text(qualified, bound) == qualified  # idempotent
     elementpath.XPath2Parser(namespaces=function_namespaces(qualified)).parse(qualified)
+
+
+def test_a_self_equality_is_kept_as_a_join_variable() -> None:
+    """``x = x`` makes x a join variable that must have a non-empty value (spec 3.2/3.3)."""
+    from xscl.lang.normal_form import normalize
+    from xscl.lang.normal_form.model import NormalEquality
+    from xscl.lang.parser import parse_query
+
+    nq = normalize(parse_query("S//a->x[./b->y] JOIN {x=x AND y=z AND z=y, 1h} S//c->z"))
+    assert NormalEquality("x", "x", 0, 0) in nq.equalities
+    assert NormalEquality("y", "z", 0, 1) in nq.equalities
+    assert len(nq.equalities) == 2
+    assert nq.join_variables == {"x", "y", "z"}

@@ -2,10 +2,14 @@
 
 Equality is symmetric, so ``x5 = x2`` and ``x2 = x5`` are one value join. Each
 equality is oriented so that ``left`` is in the earlier block (by name when both
-are in the same block), trivial ``x = x`` is dropped, duplicates (also across
+are in the same block), duplicates (also across
 operators: the engines treat all equalities as one conjunction over the match,
 spec 3.2) are dropped, and the result is sorted by (left block, right block,
 left, right).
+
+``x = x`` is kept: it makes ``x`` a join variable (its node identifies results,
+spec 3.3) and, since empty values never join (spec 3.2), requires ``x`` to have
+a non-empty value.
 
 Before::
 
@@ -13,7 +17,8 @@ Before::
 
 After::
 
-    (NormalEquality('x2', 'x5', 0, 1),)   and   (NormalOp('FOLLOWED BY', 3_600_000_000),)
+    (NormalEquality('x2', 'x2', 0, 0), NormalEquality('x2', 'x5', 0, 1))
+    and (NormalOp('FOLLOWED BY', 3_600_000_000),)
 """
 
 from __future__ import annotations
@@ -30,8 +35,6 @@ def orient_equalities(query: Query, block_of: Mapping[str, int]) -> tuple[Normal
     for op in query.ops:
         for equality in op.equalities:
             left, right = equality.left, equality.right
-            if left == right:
-                continue
             if (block_of[left], left) > (block_of[right], right):
                 left, right = right, left
             found.add(NormalEquality(left, right, block_of[left], block_of[right]))
