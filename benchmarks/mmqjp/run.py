@@ -1,7 +1,7 @@
 """MMQJP vs Sequential: thesis section 6.6 reproduced on this machine.
 
     python benchmarks/mmqjp/run.py            # full run (queries up to 100,000)
-    python benchmarks/mmqjp/run.py --quick    # < 3 minutes (queries up to 10,000)
+    python benchmarks/mmqjp/run.py --quick    # smaller sweeps (queries up to 10,000)
 
 Setup (thesis 6.6.1): two hand-made documents d1, d2 over a schema, whose
 leaves in the same position hold the same string value and all other values
@@ -289,7 +289,9 @@ def feed_queries(count: int, seed: int) -> list[Query]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sweeps (< 3 minutes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sweeps: queries up to 10,000, smaller samples"
+    )
     parser.add_argument(
         "--sample",
         type=int,
@@ -298,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     quick = args.quick
-    sample = args.sample or (100 if quick else 400)
+    sample = args.sample or (50 if quick else 400)
     counts = [10, 100, 1000, 10_000] + ([] if quick else [100_000])
     big = counts[-1]
     began = time.perf_counter()
@@ -350,13 +352,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows,
     )
 
+    cache_queries = 1000 if quick else big
     print(
-        f"\nView cache (thesis 6.6.2), {big} queries, two fixed documents "
+        f"\nView cache (thesis 6.6.2), {cache_queries} queries, two fixed documents "
         "(MMQJP join for d2, no Sequential):"
     )
     print(f"{'schema':>8} | {'with cache':>10} | {'without':>10}")
     for schema, docs, leaves, top in (("flat", flat_docs, 6, 6), ("complex", complex_docs, 16, 4)):
-        qs = generate(schema, big, leaves, top, 0.8, seed=5)
+        qs = generate(schema, cache_queries, leaves, top, 0.8, seed=5)
         on = measure(qs, docs, sample, view_cache=True, sequential=False)
         off = measure(qs, docs, sample, view_cache=False, sequential=False)
         print(f"{schema:>8} | {float(on['join']):>8.4f} s | {float(off['join']):>8.4f} s")  # type: ignore[arg-type]
@@ -373,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'queries':>8} | {'templates':>9} | {'results':>7} | {'join+cache':>10} | "
             f"{'join, no VC':>11} | {'MMQJP total':>11} | {'Sequential':>11} | {'vs total':>8}"
         )
-        for n in [100, 1000] if quick else [100, 1000, 10_000]:
+        for n in [100] if quick else [100, 1000, 10_000]:
             qs = feed_queries(n, seed=n)
             normal = Normalizer()
             prepared = [normal(q) for q in qs]
@@ -399,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"\n(RSS stream table skipped: {FEEDS} not found)")
 
-    n_mem = 10_000
+    n_mem = 2_000 if quick else 10_000
     print(
         f"\nMemory: {bytes_per_query(generate('flat', n_mem, 6, 6, 0.8, seed=9)):.0f} bytes per "
         f"registered query (two-level schema, {n_mem} queries, tracemalloc)"
