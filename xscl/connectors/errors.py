@@ -39,12 +39,13 @@ ERROR_CODES: dict[str, str] = {
 }
 
 
-class _Coded:
-    """Mixin: a stable ``code`` plus the place the error was found."""
+class _Coded(Exception):
+    """Base of both families: a stable ``code`` plus the place the error was found."""
 
-    code: ClassVar[str]
+    code: ClassVar[str] = "XSCL-C000"
 
-    def _init_coded(self, message: str, source: str | None, line: int | None) -> None:
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        super().__init__(message)
         self.message = message
         self.source = source
         self.line = line
@@ -53,18 +54,12 @@ class _Coded:
         where = ":".join(str(p) for p in (self.source, self.line) if p is not None)
         return f"{where}: {self.code} {self.message}" if where else f"{self.code} {self.message}"
 
+    def __str__(self) -> str:
+        return self.describe()
+
 
 class ConnectorError(_Coded, ValueError):
     """Bad connector input (codes ``XSCL-C00x``/``XSCL-C01x``)."""
-
-    code: ClassVar[str] = "XSCL-C000"
-
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
-        super().__init__(message)
-        self._init_coded(message, source, line)
-
-    def __str__(self) -> str:
-        return self.describe()
 
 
 class EnvelopeSyntaxError(ConnectorError):
@@ -105,15 +100,6 @@ class RecordPathError(ConnectorError):
 
 class ConnectorIOError(_Coded, OSError):
     """The environment failed (codes ``XSCL-C02x``/``XSCL-C03x``)."""
-
-    code: ClassVar[str] = "XSCL-C000"
-
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
-        super().__init__(message)
-        self._init_coded(message, source, line)
-
-    def __str__(self) -> str:
-        return self.describe()
 
 
 class FetchError(ConnectorIOError):
