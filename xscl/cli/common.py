@@ -27,7 +27,7 @@ def load_queries(path: str | Path, *, streams: Sequence[str] | None = None) -> L
     """Parse and validate a query file; bad queries are reported, good ones kept."""
     text = Path(path).read_text(encoding="utf-8")
     parsed = parse_file(text, source=str(path))
-    good, invalid = validate_all(list(parsed.queries), streams=streams)
+    good, invalid = validate_all(list(parsed.queries), streams=streams, text=text)
     return LoadedQueries(tuple(good), tuple(parsed.errors) + tuple(invalid))
 
 
@@ -36,6 +36,8 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
     for error in errors:
         if as_json:
             print(json.dumps({"source": source, **error.to_dict()}), file=sys.stderr)
+        elif error.source:  # the location already names the file
+            print(error, file=sys.stderr)
         else:
             print(f"{source}:{error}", file=sys.stderr)
 
