@@ -22,6 +22,7 @@ from xscl.cli.common import load_queries, parse_duration, print_errors
 ENGINES: dict[str, str] = {
     "reference": "xscl.reference",
     "local": "xscl.engine",
+    "spark": "xscl.spark_plugin.batch",
 }
 
 
@@ -38,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=(
             "engines: reference = the brute-force oracle (each query alone, straight from "
             "the spec); local = the shared in-process engine (Stage 1 automaton + query "
-            "templates).\n"
+            "templates); spark = the streaming job run once (availableNow) over a temporary "
+            "spool, reusing an active SparkSession or starting a local one.\n"
             "example: xscl run --queries examples/thesis/queries.xscl "
             "--input examples/thesis/documents.jsonl --output /tmp/results.jsonl"
         ),

@@ -16,6 +16,7 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-S002": "invalid option of an xscl Spark data source",
     "XSCL-S003": "the spool cannot be read",
     "XSCL-S004": "a results directory holds a file it cannot understand",
+    "XSCL-S005": "the streaming query of a batch run failed; nothing was written",
 }
 
 
@@ -48,3 +49,9 @@ class ResultsDirectoryError(_Coded, OSError):
     """A results directory holds a committed file that cannot be parsed."""
 
     code = "XSCL-S004"
+
+
+class SparkBatchError(_Coded, RuntimeError):
+    """The streaming query of ``xscl run --engine spark`` failed; nothing was written."""
+
+    code = "XSCL-S005"

@@ -1,0 +1,102 @@
+"""``xscl run --engine spark`` (``xscl.spark_plugin.batch``) against the reference evaluator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine_local.workloads import random_workload
+from xscl.cli.main import main
+from xscl.connectors.document import Document, envelope_line
+from xscl.reference import load_queries
+from xscl.reference import run_batch as reference_run_batch
+from xscl.spark_plugin.batch import run_batch
+
+pytestmark = pytest.mark.spark
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+#: A generated workload with results from every kind of operator the generator makes.
+WORKLOAD_SEED = 7
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    by_id = {r["result_id"]: r for r in records}
+    assert len(by_id) == len(records), "a result_id occurs twice"
+    return by_id
+
+
+@pytest.mark.parametrize("example", ["thesis", "rss"])
+def test_cli_spark_engine_gives_the_expected_results(
+    spark: Any, example: str, tmp_path: Path
+) -> None:
+    folder = EXAMPLES / example
+    out = tmp_path / "results.jsonl"
+    code = main(["run", "--engine", "spark", "--queries", str(folder / "queries.xscl"),
+                 "--input", str(folder / "documents.jsonl"), "--output", str(out)])
+    assert code == 0
+    got = _records(out)
+    reference = tmp_path / "reference.jsonl"
+    reference_run_batch((folder / "queries.xscl").read_text(encoding="utf-8"),
+                        folder / "documents.jsonl", reference)
+    assert _by_id(got) == _by_id(_records(reference))
+    assert _by_id(got) == _by_id(_records(folder / "expected-results.jsonl"))
+    # Same order as the local engine: sorted by (query, result_id).
+    assert [(r["query"], r["result_id"]) for r in got] == sorted(
+        (r["query"], r["result_id"]) for r in got
+    )
+    assert _records(tmp_path / "results.deadletter.jsonl") == []
+
+
+def test_generated_workload_over_several_micro_batches_equals_reference(
+    spark: Any, tmp_path: Path
+) -> None:
+    text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
+    source = tmp_path / "docs.jsonl"
+    source.write_text(
+        "".join(
+            envelope_line(Document(d.stream, d.docid, d.ts_micros, d.xml)) + "\n" for d in docs
+        ),
+        encoding="utf-8",
+    )
+    expected = tmp_path / "reference.jsonl"
+    reference = reference_run_batch(text, source, expected)
+    summary = run_batch(
+        load_queries(text), source, tmp_path / "spark.jsonl", max_records_per_batch=5
+    )
+    assert reference.results > 0
+    assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(_records(expected))
+    assert (summary.documents, summary.results) == (36, reference.results)
+    assert summary.micro_batches >= 8  # 36 documents, at most 5 per micro-batch
+
+
+def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
+    spark: Any, tmp_path: Path
+) -> None:
+    good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+    bad_xml = json.dumps({"stream": "S", "docid": "broken", "ts": "2009-04-01T09:10:00Z",
+                          "xml": "<book><author>x</book>"})
+    source = tmp_path / "docs.jsonl"
+    source.write_text(
+        "\n".join([good[0], good[0], "this is not json", bad_xml, good[1], good[0]]) + "\n",
+        encoding="utf-8",
+    )
+    queries = (EXAMPLES / "thesis" / "queries.xscl").read_text(encoding="utf-8")
+    expected = tmp_path / "reference.jsonl"
+    reference = reference_run_batch(queries, source, expected)
+    summary = run_batch(load_queries(queries), source, tmp_path / "spark.jsonl")
+    got = _records(tmp_path / "spark.jsonl")
+    assert _by_id(got) == _by_id(_records(expected))
+    assert sorted(r["query"] for r in got) == ["Q1", "Q2"]
+    assert (summary.documents, summary.duplicates) == (2, 2)
+    assert summary.dead_letters == reference.dead_letters == 2
+    dead = _records(tmp_path / "spark.deadletter.jsonl")
+    assert [d["line"] for d in dead] == [3, 4]
+    assert dead[1]["docid"] == "broken" and dead[1]["code"].startswith("XSCL-")
+    assert all(d["reason"] for d in dead)

@@ -1,0 +1,189 @@
+"""``xscl run --engine spark``: the batch contract of spec section 4 on Spark.
+
+The batch run is the streaming job run once over a finished input, so the batch
+and the continuous paths share one code path (``submit.DriverEnginePipeline``):
+
+1. the JSONL envelopes are read with ``xscl.connectors.document`` (file order =
+   arrival order); malformed envelopes become dead letters;
+2. the good documents are appended, in file order, to a temporary spool
+   (``xscl.connectors.spool.Spool``), which drops a repeated (stream, docid);
+3. one ``xscl-spool`` streaming query with ``trigger(availableNow=True)`` feeds
+   every micro-batch to the driver's ``LocalEngine`` and commits the results
+   idempotently in the ``xscl-results`` layout;
+4. the committed, deduplicated result set is written sorted by (query,
+   result_id), and the dead letters (envelope errors, Stage 1 rejects, late
+   documents, in input-line order) to ``RESULTS.deadletter.jsonl``; both through
+   a temporary file and a rename, dead letters first (as ``xscl.engine.batch``).
+
+An active SparkSession is reused; otherwise one is built for the run (its
+scratch space in the run's temporary folder) and stopped at the end.
+
+Known difference from the local engine: the spool deduplicates on append, so a
+document whose (stream, docid) repeats one that Stage 1 rejected is dropped here,
+while the local engine would evaluate it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xscl.connectors.document import read_envelope_file
+from xscl.connectors.errors import DeadLetter
+from xscl.connectors.spool import Spool
+from xscl.engine.batch import deadletter_path_for, write_lines_atomically
+from xscl.lang.ast import Query
+from xscl.spark_plugin.errors import SparkBatchError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Name of the results folder inside the run's temporary folder.
+_RESULTS = "results"
+
+
+
+
+@dataclass(frozen=True)
+class SparkBatchSummary:
+    """What a Spark batch run did (the counts ``xscl run`` prints)."""
+
+    documents: int
+    duplicates: int
+    late: int
+    dead_letters: int
+    results: int
+    published_documents: int
+    micro_batches: int
+    output_path: Path
+    deadletter_path: Path
+
+
+def run_batch(
+    queries: Sequence[Query],
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    allowed_lateness_micros: int | None = None,
+    max_records_per_batch: int | None = None,
+) -> SparkBatchSummary:
+    """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
+
+    ``max_records_per_batch`` caps the documents per micro-batch (default: one
+    micro-batch for the whole input); the result set does not depend on it.
+    """
+    from xscl.spark_plugin.results_sink import read_results
+    from xscl.spark_plugin.submit import DriverEnginePipeline
+
+    source = str(input_path)
+    output = Path(output_path)
+    dead_path = deadletter_path_for(output)
+    dead: list[tuple[int, str]] = []
+    line_of_offset: dict[int, int] = {}
+    dropped = 0
+    with tempfile.TemporaryDirectory(prefix="xscl-spark-run-") as work_dir:
+        work = Path(work_dir)
+        with Spool(work / "spool", sync=False) as spool:
+            for line, item in enumerate(read_envelope_file(Path(input_path)), start=1):
+                if isinstance(item, DeadLetter):
+                    dead.append((line, item.to_json()))
+                    continue
+                (offset,) = spool.append([item])
+                if offset is None:
+                    dropped += 1
+                else:
+                    line_of_offset[offset] = line
+        pipeline = DriverEnginePipeline(
+            queries,
+            work / "spool",
+            work / _RESULTS,
+            allowed_lateness_micros=allowed_lateness_micros,
+        )
+        with _session(work / "home") as spark:
+            _run_once(spark, pipeline, work, max_records_per_batch)
+        for offset, rejected in _engine_dead_letters(work / _RESULTS):
+            record = {"source": source, "line": line_of_offset[offset], **rejected}
+            dead.append((line_of_offset[offset], _json(record)))
+        records = sorted(read_results(work / _RESULTS), key=lambda r: (r["query"], r["result_id"]))
+    dead.sort(key=lambda item: item[0])
+    write_lines_atomically(dead_path, (text for _line, text in dead))
+    write_lines_atomically(output, (_json(record) for record in records))
+    stats = pipeline.engine.stats
+    return SparkBatchSummary(
+        documents=stats.documents,
+        duplicates=stats.duplicates + dropped,
+        late=stats.late,
+        dead_letters=len(dead),
+        results=len(records),
+        published_documents=stats.published,
+        micro_batches=len(pipeline.results_by_batch),
+        output_path=output,
+        deadletter_path=dead_path,
+    )
+
+
+@contextmanager
+def _session(home: Path) -> Iterator[SparkSession]:
+    """The active SparkSession, or one built under ``home`` and stopped on exit."""
+    from pyspark.sql import SparkSession
+
+    from xscl.spark_plugin.registration import register_data_sources
+    from xscl.spark_plugin.session import build_session
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        register_data_sources(active)
+        yield active
+        return
+    spark = build_session(None, "xscl-run", home=home)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _run_once(spark: Any, pipeline: Any, work: Path, max_records_per_batch: int | None) -> None:
+    """One ``availableNow`` run of the spool through ``pipeline`` (driver)."""
+    reader = spark.readStream.format("xscl-spool").option("path", str(work / "spool"))
+    if max_records_per_batch:
+        reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(pipeline)
+        .queryName(f"xscl_run_{uuid.uuid4().hex}")
+        .option("checkpointLocation", str(work / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+    except Exception as exc:  # StreamingQueryException: the foreachBatch function failed
+        raise SparkBatchError(f"the streaming query failed: {exc}") from exc
+    if query.exception() is not None:
+        raise SparkBatchError(f"the streaming query failed: {query.exception()}")
+
+
+def _engine_dead_letters(results: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(spool offset, dead letter without offset) of every engine reject, batch order."""
+    folder = results / "deadletters"
+    if not folder.is_dir():
+        return
+    for part in sorted(folder.glob("*.jsonl")):
+        for text in part.read_text(encoding="utf-8").splitlines():
+            if text:
+                record = json.loads(text)
+                yield int(record.pop("offset")), record
+
+
+def _json(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+__all__ = ["SparkBatchError", "SparkBatchSummary", "run_batch"]
