@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xscl.engine.matcher import Match, match_document
-from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord, result_id
+from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
 from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
 from xscl.engine.stages import StreamStages
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
@@ -42,6 +43,9 @@ from xscl.lang.normal_form.model import NormalQuery
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
 from xscl.xpath import Stage1Error
+
+#: document tuples whose shared record parts are remembered before the memo is reset
+_DOCS_INFO_CAPACITY = 4096
 
 
 class PublishCycleError(ValueError):
@@ -100,6 +104,9 @@ class LocalEngine:
         self._emitted_by_end: list[tuple[int, str]] = []
         self.normal: dict[str, NormalQuery] = {}
         self.trees = DocumentTrees()
+        self._record_plans: dict[str, RecordPlan] = {}
+        #: per document tuple of recent matches; DocState hashes by identity
+        self._docs_infos: dict[tuple[DocState, ...], DocsInfo] = {}
         self.stats = EngineStats()
         self.max_ts: int | None = None
         self._seq = 0
@@ -155,6 +162,7 @@ class LocalEngine:
         if not any(p.rows for p in self.plans[template]):
             del self.plans[template]
         del self.outputs[qid]
+        self._record_plans.pop(qid, None)
         del self.normal[qid]
         self.publish.pop(qid, None)
         return True
@@ -225,6 +233,7 @@ class LocalEngine:
         started = time.perf_counter()
         found = self.matches(doc)
         joined = time.perf_counter()
+        self._docs_infos.clear()  # they hold parsed trees: keep only this document's
         records = [self.record(m) for m in found]
         self.stats.join_seconds += joined - started
         self.stats.output_seconds += time.perf_counter() - joined
@@ -268,26 +277,19 @@ class LocalEngine:
         return found
 
     def record(self, match: Match) -> ResultRecord:
-        """The result record (id, values, output XML) of one match."""
+        """The result record (id, values, output XML) of one match (``xscl.engine.records``)."""
         row, docs, nodes = match
-        template = row.template
-        joined = sorted({m for edge in template.value_edges for m in edge})
-        join_nodes = {row.names[m]: nodes[m] for m in joined}
-        values = {row.names[m]: docs[template.blocks[m]].values.get(nodes[m], "") for m in joined}
-        keys = [(d.stream, d.docid) for d in docs]
-        rid = result_id(row.qid, keys, join_nodes)
-        output = self.outputs[row.qid]
-        ts = [d.ts for d in docs]
-        return ResultRecord(
-            query=row.qid,
-            result_id=rid,
-            docs=tuple((d.stream, d.docid, d.ts) for d in docs),
-            nodes=tuple(sorted(join_nodes.items())),
-            values=tuple(sorted(values.items())),
-            xml=output.build_xml(docs, join_nodes, self.trees),
-            start_micros=min(ts),
-            end_micros=max(ts),
-        )
+        plan = self._record_plans.get(row.qid)
+        if plan is None or plan.row is not row:
+            plan = RecordPlan(row, self.outputs[row.qid])
+            self._record_plans[row.qid] = plan
+        info = self._docs_infos.get(docs)
+        if info is None:
+            if len(self._docs_infos) >= _DOCS_INFO_CAPACITY:
+                self._docs_infos.clear()
+            info = docs_info(docs, self.trees)
+            self._docs_infos[docs] = info
+        return build_record(plan, docs, info, nodes, self.trees)
 
     # --------------------------------------------------------------- eviction
     def _evict(self) -> None:

@@ -100,12 +100,12 @@ class DocumentTrees:
 
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
-        self._trees: OrderedDict[tuple[str, str], _Tree] = OrderedDict()
+        self._trees: OrderedDict[tuple[str, str], DocumentTree] = OrderedDict()
 
-    def get(self, doc: DocState) -> _Tree:
+    def get(self, doc: DocState) -> DocumentTree:
         tree = self._trees.get(doc.key)
         if tree is None:
-            tree = _Tree(parse_document(doc.xml))
+            tree = DocumentTree(parse_document(doc.xml))
             self._trees[doc.key] = tree
             if len(self._trees) > self.capacity:
                 self._trees.popitem(last=False)
@@ -114,7 +114,7 @@ class DocumentTrees:
         return tree
 
 
-class _Tree:
+class DocumentTree:
     """Node ids of one document -> lxml objects, document order and depth (spec section 1)."""
 
     def __init__(self, root: etree._Element) -> None:
@@ -124,6 +124,9 @@ class _Tree:
         self._serialized: dict[str, str] = {}
         #: first-step node per (block pattern signature, fixed join nodes): shared by queries
         self.first_steps: dict[tuple[object, ...], str] = {}
+        #: ``SELECT *`` part per (block key, join nodes): the first-step element's
+        #: serialisation, or None when that node is not an element (xscl.engine.records)
+        self.first_parts: dict[tuple[object, ...], str | None] = {}
         self._visit(root, 0)
 
     def _next(self) -> int:
@@ -298,22 +301,34 @@ class QueryOutput:
         return {n: join_nodes[n] for n in out.variables if n in join_nodes}
 
     def _first_step_node(
-        self, block: int, doc: DocState, join_nodes: Mapping[str, str], tree: _Tree
+        self, block: int, doc: DocState, join_nodes: Mapping[str, str], tree: DocumentTree
     ) -> str:
+        out = self.blocks[block]
+        if out is None:
+            return "0"
+        fixed = self._fixed(block, join_nodes)
+        key = (out.signature, tuple(sorted((out.ids[n], node) for n, node in fixed.items())))
+        cached = tree.first_steps.get(key)
+        if cached is None:
+            cached = self.first_step_node(block, doc, fixed, tree)
+            tree.first_steps[key] = cached
+        return cached
+
+    def first_step_node(
+        self, block: int, doc: DocState, fixed: Mapping[str, str], tree: DocumentTree
+    ) -> str:
+        """Block ``block``'s first-step node for ``SELECT *`` given its join nodes ``fixed``.
+
+        Uncached: the deepest first-step node among the embeddings agreeing with
+        ``fixed`` (the first in document order when nothing is fixed).
+        """
         out = self.blocks[block]
         if out is None:
             return "0"
         if not out.variables:
             assert out.first_id is not None
             return min(doc.nodes.get(out.first_id, ()), key=tree.key)
-        fixed = self._fixed(block, join_nodes)
-        key = (out.signature, tuple(sorted((out.ids[n], node) for n, node in fixed.items())))
-        cached = tree.first_steps.get(key)
-        if cached is not None:
-            return cached
         firsts = {
             n for e in self.embeddings(block, doc, fixed) for n in self.first_nodes(block, doc, e)
         }
-        chosen = max(firsts, key=tree.depth) if fixed else min(firsts, key=tree.key)
-        tree.first_steps[key] = chosen
-        return chosen
+        return max(firsts, key=tree.depth) if fixed else min(firsts, key=tree.key)
