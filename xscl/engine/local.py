@@ -34,7 +34,6 @@ from xscl.engine.matcher import Match, match_document
 from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
 from xscl.engine.plans import RolePlan, role_steps
 from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
-from xscl.engine.stages import StreamStages
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.lang.ast import Query
@@ -42,7 +41,7 @@ from xscl.lang.normal_form import normalize
 from xscl.lang.normal_form.model import NormalQuery
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
-from xscl.xpath import Stage1Error
+from xscl.xpath import Stage1, Stage1Error
 
 #: document tuples whose shared record parts are remembered before the memo is reset
 _DOCS_INFO_CAPACITY = 4096
@@ -91,7 +90,7 @@ class LocalEngine:
         view_cache_max_rows: int | None = 5_000_000,
         allowed_lateness_micros: int | None = None,
     ) -> None:
-        self.stage1 = StreamStages()
+        self.stage1 = Stage1()
         self.registry = TemplateRegistry(intern=self.stage1.register)
         self.cache = ViewCache(enabled=view_cache, max_rows=view_cache_max_rows)
         self.allowed_lateness = allowed_lateness_micros

@@ -35,10 +35,9 @@ from typing import Any
 from lxml import etree
 
 from xscl.connectors.document import format_ts
-from xscl.engine.stages import StreamStages
 from xscl.engine.state import DocState
 from xscl.lang.normal_form.model import NormalQuery
-from xscl.xpath import parse_document
+from xscl.xpath import Stage1, parse_document
 from xscl.xpath.nodes import attribute_qname, text_children
 
 
@@ -196,7 +195,7 @@ class DocumentTree:
 class QueryOutput:
     """Output construction for one query (see module docstring)."""
 
-    def __init__(self, query: NormalQuery, stage1: StreamStages) -> None:
+    def __init__(self, query: NormalQuery, stage1: Stage1) -> None:
         self.query = query
         self.qid = query.qid
         self.select = query.query.select
