@@ -7,7 +7,7 @@ safe parsing limits and the stable error codes of :mod:`xscl.xpath.errors`.
 
 from xscl.xpath.errors import Stage1Error
 from xscl.xpath.safe_parse import ParseLimits, parse_document
-from xscl.xpath.stage1 import Document, Stage1
+from xscl.xpath.stage1 import Document, Stage1, Stage1Spec
 from xscl.xpath.witness import (
     BINDINGS_SCHEMA,
     DOCS_SCHEMA,
@@ -27,6 +27,7 @@ __all__ = [
     "ParseLimits",
     "Stage1",
     "Stage1Error",
+    "Stage1Spec",
     "WitnessBatch",
     "parse_document",
 ]
