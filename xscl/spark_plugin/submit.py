@@ -32,11 +32,13 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, add_job_arguments
+from xscl.spark_plugin.progress import BatchProgress
 from xscl.spark_plugin.results_sink import (
     STAGING,
     StagedPart,
@@ -44,6 +46,9 @@ from xscl.spark_plugin.results_sink import (
     read_results,
     write_atomically,
 )
+
+if TYPE_CHECKING:
+    from xscl.engine.local import EngineStats
 
 
 class DriverEnginePipeline:
@@ -149,13 +154,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclass
+class JobReport:
+    """What one run of the job did (driver): for ``xscl serve``, tests and benchmarks."""
+
+    exit_code: int
+    #: documents processed this run (not counting the warm-up replay)
+    documents: int = 0
+    #: spool records replayed to rebuild the state after a restart
+    warmed_up: int = 0
+    #: results in the results directory at the end (all runs)
+    results: int = 0
+    seconds: float = 0.0
+    #: one entry per micro-batch of this run, from the ``StreamingQueryListener``
+    batches: list[BatchProgress] = field(default_factory=list)
+    engine_stats: EngineStats | None = None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; exit 0 when it ends normally, 2 on bad queries or arguments."""
     return run(build_parser().parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the job with parsed options (``xscl serve`` calls this)."""
+    """Run the job with parsed options (``xscl serve`` calls this); the exit code."""
+    return run_job(args).exit_code
+
+
+def run_job(args: argparse.Namespace) -> JobReport:
+    """Run the job with parsed options (driver); what it did."""
     import xscl
     from xscl.cli.common import load_queries, parse_duration, print_errors
 
@@ -165,11 +192,11 @@ def run(args: argparse.Namespace) -> int:
             lateness = parse_duration(args.allowed_lateness)
         except ValueError as exc:
             print(f"--allowed-lateness: {exc}", file=sys.stderr)
-            return 2
+            return JobReport(2)
     loaded = load_queries(args.queries)
     if loaded.errors:
         print_errors(loaded.errors, source=args.queries)
-        return 2
+        return JobReport(2)
     from xscl.spark_plugin.progress import ProgressPrinter
     from xscl.spark_plugin.session import XsclHome, build_session
 
@@ -210,9 +237,17 @@ def run(args: argparse.Namespace) -> int:
         query.stop()
     finally:
         _drain_progress(spark, query, printer)
+    report = JobReport(
+        0,
+        documents=pipeline.documents,
+        warmed_up=pipeline.warmed_up,
+        batches=list(printer.batches),
+        engine_stats=pipeline.engine.stats,
+    )
     if query.exception() is not None:
         print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
-        return 1
+        report.exit_code = 1
+        return report
     total = sum(1 for _ in read_results(output))
     if args.output:
         records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
@@ -223,7 +258,9 @@ def run(args: argparse.Namespace) -> int:
         f"{output} ({time.perf_counter() - started:.1f} s)",
         file=sys.stderr,
     )
-    return 0
+    report.results = total
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0) -> None:
