@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "xscl.cli.run",
     "xscl.cli.poll",
     "xscl.cli.serve",
+    "xscl.cli.subscribe",
     "xscl.cli.templates_cmd",
 )
 
@@ -33,6 +34,8 @@ Typical session:
   xscl run --queries Q.xscl --input docs.jsonl --output results.jsonl
                                           evaluate a batch of documents
   xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool
+  xscl serve --queries Q.xscl --home H    run them continuously (Spark), results under H
+  xscl subscribe MORE.xscl --home H       add queries to the running job (unsubscribe ID)
 
 The language is specified in docs/language.md; run 'xscl COMMAND --help' for details.
 """

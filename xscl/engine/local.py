@@ -34,7 +34,7 @@ from xscl.engine.matcher import Match, match_document
 from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
 from xscl.engine.plans import RolePlan, role_steps
 from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
-from xscl.engine.state import DocState
+from xscl.engine.state import DocState, DocWitness
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.lang.ast import Query
 from xscl.lang.normal_form import normalize
@@ -110,14 +110,24 @@ class LocalEngine:
         self.max_ts: int | None = None
         self._seq = 0
         self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
+        #: queries added with ``only_new_documents``: the first document seq they see
+        self._since: dict[str, int] = {}
         normal = [q if isinstance(q, NormalQuery) else normalize(q) for q in queries]
         check_publish_cycles(normal)
         for query in normal:
             self.add_query(query)
 
     # ---------------------------------------------------------------- registry
-    def add_query(self, query: Query | NormalQuery) -> QueryRow:
-        """Register one query (its R_T row, Stage 1 requirements, output plan)."""
+    def add_query(
+        self, query: Query | NormalQuery, *, only_new_documents: bool = False
+    ) -> QueryRow:
+        """Register one query (its R_T row, Stage 1 requirements, output plan).
+
+        With ``only_new_documents`` (a subscription to a running engine) the query
+        matches only documents ingested from now on: stored documents were evaluated
+        before its definitions were required, so any other rule would depend on which
+        definitions it happens to share with older queries.
+        """
         normal = query if isinstance(query, NormalQuery) else normalize(query)
         if normal.query.publish is not None:  # only a publishing query can close a cycle
             publishers = [self.normal[qid] for qid in self.publish if qid != normal.qid]
@@ -147,6 +157,8 @@ class LocalEngine:
         self.outputs[normal.qid] = QueryOutput(normal, self.stage1)
         if normal.query.publish is not None:
             self.publish[normal.qid] = normal.query.publish
+        if only_new_documents:
+            self._since[normal.qid] = self._seq + 1
         return row
 
     def remove_query(self, qid: str) -> bool:
@@ -164,6 +176,7 @@ class LocalEngine:
         self._record_plans.pop(qid, None)
         del self.normal[qid]
         self.publish.pop(qid, None)
+        self._since.pop(qid, None)
         return True
 
     @property
@@ -186,21 +199,41 @@ class LocalEngine:
             out.extend(self.process_one(stream, docid, ts, xml))
         return out
 
-    def process_one(self, stream: str, docid: str, ts: int, xml: str) -> list[ResultRecord]:
-        """One input document and every published document it causes."""
+    def process_one(
+        self,
+        stream: str,
+        docid: str,
+        ts: int,
+        xml: str,
+        witness: DocWitness | Stage1Error | None = None,
+    ) -> list[ResultRecord]:
+        """One input document and every published document it causes.
+
+        ``witness``: the document's Stage 1 output when it was computed elsewhere
+        (the Spark job's executors, with ``Stage1.from_spec`` of this engine's
+        ``stage1``), or the error that rejected it; None evaluates it here.
+        """
         results: list[ResultRecord] = []
         queue: deque[tuple[str, str, int, str, bool]] = deque([(stream, docid, ts, xml, False)])
+        given = witness
         while queue:
             s, d, t, x, derived = queue.popleft()
-            for record in self._ingest(s, d, t, x, derived):
+            for record in self._ingest(s, d, t, x, derived, given):
                 results.append(record)
                 target = self.publish.get(record.query)
                 if target is not None:
                     queue.append((target, record.result_id, record.end_micros, record.xml, True))
+            given = None
         return results
 
     def _ingest(
-        self, stream: str, docid: str, ts: int, xml: str, derived: bool
+        self,
+        stream: str,
+        docid: str,
+        ts: int,
+        xml: str,
+        derived: bool,
+        witness: DocWitness | Stage1Error | None = None,
     ) -> list[ResultRecord]:
         key = (stream, docid)
         if key in self.seen:
@@ -216,21 +249,26 @@ class LocalEngine:
             self.stats.late += 1
             self.stats.rejections.append(Rejected(stream, docid, "late", "XSCL-R008"))
             return []
-        try:
-            batch = self.stage1.evaluate(stream, docid, ts, xml)
-        except Stage1Error as exc:
+        if witness is None:
+            try:
+                witness = DocWitness.of(self.stage1.evaluate(stream, docid, ts, xml))
+            except Stage1Error as exc:
+                witness = exc
+        if isinstance(witness, Stage1Error):
             self.stats.rejected += 1
-            self.stats.rejections.append(Rejected(stream, docid, exc.message, exc.code))
+            self.stats.rejections.append(Rejected(stream, docid, witness.message, witness.code))
             return []
         self.seen.add(key)
         self._seq += 1
-        doc = DocState.from_witnesses(stream, docid, ts, xml, self._seq, batch)
+        doc = DocState.from_rows(stream, docid, ts, xml, self._seq, witness)
         if derived:
             self.stats.published += 1
         else:
             self.stats.documents += 1
         started = time.perf_counter()
         found = self.matches(doc)
+        if self._since:
+            found = [m for m in found if self._sees(m)]
         joined = time.perf_counter()
         self._docs_infos.clear()  # they hold parsed trees: keep only this document's
         records = [self.record(m) for m in found]
@@ -274,6 +312,11 @@ class LocalEngine:
                     found.extend(match_document(plan, doc, slice_of, stored))
         self.stats.matches += len(found)
         return found
+
+    def _sees(self, match: Match) -> bool:
+        """False for a match with a document older than its query's subscription."""
+        since = self._since.get(match[0].qid)
+        return since is None or all(doc.seq >= since for doc in match[1])
 
     def record(self, match: Match) -> ResultRecord:
         """The result record (id, values, output XML) of one match (``xscl.engine.records``)."""

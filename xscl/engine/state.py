@@ -47,27 +47,59 @@ class DocState:
         cls, stream: str, docid: str, ts: int, xml: str, seq: int, batch: WitnessBatch
     ) -> DocState:
         """Index the witness rows of one document (Algorithm 2 for that document)."""
+        return cls.from_rows(stream, docid, ts, xml, seq, DocWitness.of(batch))
+
+    @classmethod
+    def from_rows(
+        cls, stream: str, docid: str, ts: int, xml: str, seq: int, witness: DocWitness
+    ) -> DocState:
+        """Index one document's witness rows, however they were computed."""
         doc = cls(stream, docid, ts, xml, seq)
         node_sets: dict[int, dict[str, None]] = {}
 
         def note(var: int, node: str) -> None:
             node_sets.setdefault(var, {})[node] = None
 
-        values = _columns(batch.values, ("var", "node", "strval"))
-        for var, node, strval in zip(*values, strict=True):
+        for var, node, strval in witness.values:
             doc.values[node] = strval
             doc.value_rows.append((var, node, strval))
             note(var, node)
-        for var, node in zip(*_columns(batch.matches, ("var", "node")), strict=True):
+        for var, node in witness.matches:
             note(var, node)
-        columns = _columns(batch.bindings, ("var1", "var2", "node1", "node2"))
-        for var1, var2, node1, node2 in zip(*columns, strict=True):
+        for var1, var2, node1, node2 in witness.bindings:
             doc.down.setdefault((var1, var2), {}).setdefault(node1, []).append(node2)
             doc.up.setdefault((var1, var2), {}).setdefault(node2, []).append(node1)
             note(var1, node1)
             note(var2, node2)
         doc.nodes = {var: list(found) for var, found in node_sets.items()}
         return doc
+
+
+@dataclass(frozen=True)
+class DocWitness:
+    """One document's witness rows as Python tuples: R_doc, matches and R_bin.
+
+    What the engine stores; built from Stage 1's Arrow relations (``of``) or, in
+    the Spark job, from the list columns the executors computed.
+    """
+
+    #: (var, node, strval)
+    values: list[tuple[int, str, str]]
+    #: (var, node)
+    matches: list[tuple[int, str]]
+    #: (var1, var2, node1, node2)
+    bindings: list[tuple[int, int, str, str]]
+
+    @classmethod
+    def of(cls, batch: WitnessBatch) -> DocWitness:
+        """The rows of a one-document ``WitnessBatch``."""
+        return cls(
+            list(zip(*_columns(batch.values, ("var", "node", "strval")), strict=True)),
+            list(zip(*_columns(batch.matches, ("var", "node")), strict=True)),
+            list(
+                zip(*_columns(batch.bindings, ("var1", "var2", "node1", "node2")), strict=True)
+            ),
+        )
 
 
 def _columns(batch: Any, names: tuple[str, ...]) -> list[list[Any]]:

@@ -1,7 +1,7 @@
 """``xscl run --engine spark``: the batch contract of spec section 4 on Spark.
 
 The batch run is the streaming job run once over a finished input, so the batch
-and the continuous paths share one code path (``submit.DriverEnginePipeline``):
+and the continuous paths share one code path (``pipeline.EnginePipeline``):
 
 1. the JSONL envelopes are read with ``xscl.connectors.document`` (file order =
    arrival order); malformed envelopes become dead letters;
@@ -79,8 +79,8 @@ def run_batch(
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
     micro-batch for the whole input); the result set does not depend on it.
     """
+    from xscl.spark_plugin.pipeline import EnginePipeline
     from xscl.spark_plugin.results_sink import read_results
-    from xscl.spark_plugin.submit import DriverEnginePipeline
 
     source = str(input_path)
     output = Path(output_path)
@@ -100,7 +100,7 @@ def run_batch(
                     dropped += 1
                 else:
                     line_of_offset[offset] = line
-        pipeline = DriverEnginePipeline(
+        pipeline = EnginePipeline(
             queries,
             work / "spool",
             work / _RESULTS,

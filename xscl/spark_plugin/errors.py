@@ -17,6 +17,11 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-S003": "the spool cannot be read",
     "XSCL-S004": "a results directory holds a file it cannot understand",
     "XSCL-S005": "the streaming query of a batch run failed; nothing was written",
+    "XSCL-S010": "a subscribed query file has invalid queries (xscl.spark_plugin.subscriptions)",
+    "XSCL-S011": "a subscribed query id is already taken",
+    "XSCL-S012": "an unsubscribed query id is not subscribed",
+    "XSCL-S013": "a subscription would make PUBLISH/FROM references form a cycle",
+    "XSCL-S014": "an event file of the subscription registry cannot be read",
 }
 
 

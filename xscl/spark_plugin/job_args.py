@@ -15,7 +15,12 @@ DEFAULT_FEED_ENTRIES = 200
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the streaming job's options to ``parser`` (runs on the driver, once)."""
-    parser.add_argument("--queries", required=True, metavar="FILE.xscl")
+    parser.add_argument(
+        "--queries",
+        metavar="FILE.xscl",
+        help="the job's first subscriptions (needed unless its registry already holds some; "
+        "later ones: 'xscl subscribe')",
+    )
     parser.add_argument("--spool", help="spool directory (default: HOME/spool)")
     parser.add_argument(
         "--home", default="xscl-data", help="checkpoints and results (default %(default)s)"

@@ -89,6 +89,11 @@ class XsclHome:
         return self.root / "results"
 
     @property
+    def registry(self) -> Path:
+        """``registry/NAME``: each job's subscription log (``subscriptions.py``)."""
+        return self.root / "registry"
+
+    @property
     def tmp(self) -> Path:
         return self.root / "tmp"
 

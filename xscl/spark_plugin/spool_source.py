@@ -18,6 +18,10 @@ Options (all strings, as Spark passes them):
 * ``maxRecordsPerBatch`` (streaming): at most this many records per micro-batch
   (default: all available). Batch reads split the range into partitions of this size.
 * ``recordsPerPartition``: records per Spark task within a range (default 10000).
+* ``partitionsPerBatch`` (streaming): split each micro-batch into about this many
+  tasks (default 1), never smaller than ``MIN_RECORDS_PER_PARTITION`` records nor
+  larger than ``recordsPerPartition``; the job sets it to Spark's default
+  parallelism so that Stage 1 uses every executor core.
 
 Where things run: the ``DataSource`` and the stream reader's planning methods run on
 the driver (in a Python worker the driver JVM starts); ``read`` runs on executors
@@ -65,6 +69,8 @@ SPOOL_SCHEMA = StructType(
     ]
 )
 DEFAULT_RECORDS_PER_PARTITION = 10_000
+#: The smallest streaming partition ``partitionsPerBatch`` makes (tasks cost ~10 ms).
+MIN_RECORDS_PER_PARTITION = 64
 #: Records per Arrow batch handed to Spark by ``read``.
 ARROW_BATCH_ROWS = 1024
 
@@ -87,6 +93,7 @@ class SpoolOptions:
     end: str
     max_records: int | None
     records_per_partition: int
+    partitions_per_batch: int = 1
 
     @classmethod
     def parse(cls, options: Any) -> SpoolOptions:
@@ -108,6 +115,9 @@ class SpoolOptions:
             records_per_partition=_positive(
                 "recordsPerPartition",
                 options.get("recordsPerPartition", DEFAULT_RECORDS_PER_PARTITION),
+            ),
+            partitions_per_batch=_positive(
+                "partitionsPerBatch", options.get("partitionsPerBatch", 1)
             ),
         )
 
@@ -279,7 +289,9 @@ class SpoolStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         """Ranges of ``recordsPerPartition`` records (driver, once per micro-batch and replay)."""
         low, high = int(start["offset"]), int(end["offset"])
-        return split_range(low, high, self.options.records_per_partition)
+        share = -(-(high - low) // self.options.partitions_per_batch)
+        size = min(self.options.records_per_partition, max(MIN_RECORDS_PER_PARTITION, share))
+        return split_range(low, high, size)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow batches of one range (executor, once per partition and attempt)."""

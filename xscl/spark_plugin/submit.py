@@ -3,22 +3,14 @@
     spark-submit --master local[2] xscl/spark_plugin/submit.py \\
         --queries queries.xscl --spool xscl-data/spool --home xscl-data [--once]
 
-Pipeline (interim, until the Spark-native value-join plan of DESIGN.md lands):
 ``xscl-spool`` micro-batches (exact offsets, Spark checkpoint under
-``HOME/checkpoints/NAME``) -> ``foreachBatch`` on the **driver**, which feeds the
-batch, in offset order, to one ``xscl.engine.LocalEngine`` (Stage 1 + the shared join
-processor) -> result records committed idempotently by batch id in the
-``xscl-results`` layout under ``HOME/results/NAME`` (``results_sink.commit_batch``),
-dead letters under ``HOME/results/NAME/deadletters``, one Atom feed per query under
-``HOME/results/NAME/feeds``, and one progress line per micro-batch.
-
-Exactly once across restarts: the engine's state lives in the driver's memory, so a
-(re)started driver first rebuilds it by replaying the spool below the first batch it
-is given, discarding those results: they were all committed before (the sink commits
-before Spark logs the batch). A replayed batch finds its commit marker and writes
-nothing new. The engine is deterministic in arrival (= offset) order, so the result
-set equals a failure-free run. The cost is a warm-up proportional to the spool and
-state bounded by driver memory: the distributed plan replaces this.
+``HOME/checkpoints/NAME``) -> ``foreachBatch`` with ``pipeline.EnginePipeline``
+(subscriptions from ``HOME/registry/NAME``, Stage 1 on the executors, the shared join
+processor on the driver) -> result records committed idempotently by batch id under
+``HOME/results/NAME``, dead letters under ``HOME/results/NAME/deadletters``, one Atom
+feed per query under ``HOME/results/NAME/feeds``, and one progress line per
+micro-batch. ``--queries`` seeds an empty registry; ``xscl subscribe`` /
+``xscl unsubscribe`` change it while the job runs.
 
 Ship the package installed or on ``PYTHONPATH`` on every node: ``--py-files`` does not
 reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
@@ -27,122 +19,21 @@ reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xscl.spark_plugin.atom import AtomFeedWriter
-from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, add_job_arguments
+from xscl.spark_plugin.job_args import add_job_arguments
+from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
 from xscl.spark_plugin.progress import BatchProgress
-from xscl.spark_plugin.results_sink import (
-    STAGING,
-    StagedPart,
-    commit_batch,
-    read_results,
-    write_atomically,
-)
+from xscl.spark_plugin.results_sink import read_results, write_atomically
+from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
 
 if TYPE_CHECKING:
     from xscl.engine.local import EngineStats
-
-
-class DriverEnginePipeline:
-    """The ``foreachBatch`` function: one ``LocalEngine`` fed in offset order (driver)."""
-
-    def __init__(
-        self,
-        queries: Sequence[Any],
-        spool: str | Path,
-        output: str | Path,
-        *,
-        allowed_lateness_micros: int | None = None,
-        feed_entries: int = DEFAULT_FEED_ENTRIES,
-    ) -> None:
-        from xscl.engine import LocalEngine
-
-        self.engine = LocalEngine(queries, allowed_lateness_micros=allowed_lateness_micros)
-        self.spool = Path(spool)
-        self.output = Path(output)
-        self.feeds = AtomFeedWriter(self.output / "feeds", max_entries=feed_entries)
-        self.next_offset: int | None = None
-        self.results_by_batch: dict[int, int] = {}
-        self.warmed_up = 0
-        self.documents = 0
-
-    def warm_up(self, below: int) -> None:
-        """Rebuild the engine's state from spool records ``[0, below)`` (no output)."""
-        from xscl.connectors.spool import SpoolReader
-
-        for _offset, doc in SpoolReader(self.spool).iter_range(0, below):
-            self.engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml)
-        self.warmed_up = below
-        self.next_offset = below
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        """Process one micro-batch (driver, once per batch and replay)."""
-        # Sorted here, not with orderBy: a range sort samples (re-reads) the source.
-        rows = sorted(
-            batch.selectExpr("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml").collect(),
-            key=lambda row: row.offset,
-        )
-        if not rows:
-            self._commit(batch_id, [], [])
-            return
-        if self.next_offset is None:
-            self.warm_up(rows[0].offset)
-        if rows[0].offset != self.next_offset:
-            raise RuntimeError(
-                f"batch {batch_id} starts at spool offset {rows[0].offset}, "
-                f"expected {self.next_offset}: the checkpoint and the spool disagree"
-            )
-        records: list[dict[str, Any]] = []
-        dead: list[dict[str, Any]] = []
-        for row in rows:
-            before = len(self.engine.stats.rejections)
-            for record in self.engine.process_one(row.stream, row.docid, row.ts, row.xml):
-                records.append(record.to_json_dict())
-            for rejected in self.engine.stats.rejections[before:]:
-                dead.append(
-                    {
-                        "offset": row.offset,
-                        "stream": rejected.stream,
-                        "docid": rejected.docid,
-                        "reason": rejected.reason,
-                        "code": rejected.code,
-                    }
-                )
-        self.next_offset = rows[-1].offset + 1
-        self.documents += len(rows)
-        self._commit(batch_id, records, dead)
-
-    def _commit(
-        self, batch_id: int, records: list[dict[str, Any]], dead: list[dict[str, Any]]
-    ) -> None:
-        name = f"{batch_id:020d}"
-        if dead:
-            folder = self.output / "deadletters"
-            folder.mkdir(parents=True, exist_ok=True)
-            write_atomically(folder / f"{name}.jsonl", _jsonl(dead))
-        parts = []
-        if records:
-            staged = self.output / STAGING / f"{uuid.uuid4().hex}.jsonl"
-            staged.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(staged, _jsonl(records))
-            parts.append(StagedPart(0, str(staged), len(records)))
-        commit_batch(str(self.output), name, parts)
-        if records:
-            self.feeds.update(records)
-        self.results_by_batch[batch_id] = len(records)
-
-
-def _jsonl(items: list[dict[str, Any]]) -> bytes:
-    text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
-    return text.encode("utf-8")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,6 +76,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
     """Run the job with parsed options (driver); what it did."""
     import xscl
     from xscl.cli.common import load_queries, parse_duration, print_errors
+    from xscl.spark_plugin.session import XsclHome
 
     lateness = None
     if args.allowed_lateness is not None:
@@ -193,22 +85,45 @@ def run_job(args: argparse.Namespace) -> JobReport:
         except ValueError as exc:
             print(f"--allowed-lateness: {exc}", file=sys.stderr)
             return JobReport(2)
-    loaded = load_queries(args.queries)
-    if loaded.errors:
-        print_errors(loaded.errors, source=args.queries)
+    home = XsclHome(Path(args.home).resolve())
+    log = SubscriptionLog(home.registry / args.name)
+    if args.queries:
+        loaded = load_queries(args.queries)
+        if loaded.errors:
+            print_errors(loaded.errors, source=args.queries)
+            return JobReport(2)
+        if not log.versions():
+            try:
+                log.subscribe(Path(args.queries).read_text(encoding="utf-8"), source=args.queries)
+            except SubscriptionError as exc:
+                print(f"xscl: {exc}", file=sys.stderr)
+                print_errors(exc.errors, source=args.queries)
+                return JobReport(2)
+        elif set(log.current()) != {q.qid for q in loaded.queries}:
+            print(
+                f"xscl: the job's registry {log.folder} already holds other subscriptions; "
+                "--queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
+                file=sys.stderr,
+            )
+    elif not log.versions():
+        print(
+            f"xscl: no queries: give --queries FILE or 'xscl subscribe FILE --home {args.home} "
+            f"--name {args.name}' first",
+            file=sys.stderr,
+        )
         return JobReport(2)
     from xscl.spark_plugin.progress import ProgressPrinter
-    from xscl.spark_plugin.session import XsclHome, build_session
+    from xscl.spark_plugin.session import build_session
 
-    home = XsclHome(Path(args.home).resolve())
     spool = Path(args.spool).resolve() if args.spool else home.spool
     output = home.results / args.name
     print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
     spark = build_session(args.master, f"xscl-{args.name}", home=home.root)
-    pipeline = DriverEnginePipeline(
-        loaded.queries,
+    pipeline = EnginePipeline(
+        (),
         spool,
         output,
+        subscriptions=log,
         allowed_lateness_micros=lateness,
         feed_entries=args.feed_entries,
     )
@@ -216,7 +131,11 @@ def run_job(args: argparse.Namespace) -> JobReport:
         None if args.quiet else _stderr_line, results=pipeline.results_by_batch
     )
     spark.streams.addListener(printer)
-    reader = spark.readStream.format("xscl-spool").option("path", str(spool))
+    reader = (
+        spark.readStream.format("xscl-spool")
+        .option("path", str(spool))
+        .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
+    )
     if args.max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(args.max_records_per_batch))
     writer = (
@@ -251,7 +170,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
     total = sum(1 for _ in read_results(output))
     if args.output:
         records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
-        write_atomically(Path(args.output), _jsonl(records))
+        write_atomically(Path(args.output), jsonl(records))
     print(
         f"xscl: {pipeline.documents} documents this run (+{pipeline.warmed_up} replayed to "
         f"rebuild state), {total} results in "

@@ -1,0 +1,211 @@
+"""Subscriptions as data: the registry log, and subscribe/unsubscribe while a job runs.
+
+The streaming test keeps ONE streaming query running across three rounds of new
+documents (same query id, no restart) and changes its subscriptions between
+rounds with the ``xscl subscribe`` / ``xscl unsubscribe`` commands. Expected
+results come from the reference evaluator: a query sees every document from the
+round its subscription took effect on; an unsubscribed one produces nothing more.
+A second run from the same checkpoint and registry then replays with the events
+at their recorded offsets and must add exactly the new round's results.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xscl.cli.main import main
+from xscl.connectors.document import Document
+from xscl.connectors.spool import Spool
+from xscl.lang.parser import parse_file
+from xscl.reference import evaluate, make_document
+from xscl.spark_plugin.pipeline import EnginePipeline
+from xscl.spark_plugin.results_sink import read_results
+from xscl.spark_plugin.subscriptions import (
+    DUPLICATE_ID,
+    INVALID_QUERIES,
+    PUBLISH_CYCLE,
+    UNKNOWN_ID,
+    SubscriptionError,
+    SubscriptionLog,
+)
+
+BY_AUTHOR = "by_author: S//item->i[./author->a] JOIN {a = b, INF} S//item->j[./author->b];\n"
+SAME_TAG = "same_tag: S//item->i[./tag->x] JOIN {x = y, INF} S//item->j[./tag->y];\n"
+FOLLOW = (
+    "follow: S//item->i[./author->a][./tag->x] FOLLOWED BY {a = b AND x = y, 20s} "
+    "S//item->j[./author->b][./tag->y];\n"
+)
+BASE_TS = 1_149_156_000_000_000
+
+
+def _docs(start: int, count: int) -> list[Document]:
+    return [
+        Document(
+            "S",
+            f"d{i}",
+            BASE_TS + i * 3_000_000,
+            f"<item><author>a{i % 3}</author><tag>g{i % 2}</tag></item>",
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _expected(text: str, docs: list[Document], qid: str) -> set[str]:
+    queries = [q for q in parse_file(text).queries if q.qid == qid]
+    ref = [make_document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs]
+    return {r.result_id for r in evaluate(queries, ref)}
+
+
+# ------------------------------------------------------------------ the log
+def test_log_validates_numbers_and_replays_events(tmp_path: Path) -> None:
+    log = SubscriptionLog(tmp_path / "reg")
+    assert log.subscribe(BY_AUTHOR, source="a.xscl").version == 1
+    assert log.subscribe(SAME_TAG, source="b.xscl").ids == ("same_tag",)
+    with pytest.raises(SubscriptionError) as taken:
+        log.subscribe(BY_AUTHOR, source="again.xscl")
+    assert taken.value.code == DUPLICATE_ID
+    with pytest.raises(SubscriptionError) as bad:
+        log.subscribe("broken: S//item->i JOIN {i = , 1h} S//x->j;", source="bad.xscl")
+    assert bad.value.code == INVALID_QUERIES and bad.value.errors
+    with pytest.raises(SubscriptionError) as unknown:
+        log.unsubscribe(["nope"])
+    assert unknown.value.code == UNKNOWN_ID
+    assert log.unsubscribe(["by_author"]).version == 3
+    assert sorted(log.current()) == ["same_tag"]
+    assert sorted(log.current(upto=2)) == ["by_author", "same_tag"]
+    # a rejected change wrote nothing
+    assert log.versions() == [1, 2, 3]
+    # where an event took effect is recorded once, then kept
+    assert log.record_applied(2, 40) == 40
+    assert log.record_applied(2, 99) == 40
+    assert log.applied() == {2: 40}
+
+
+def test_log_rejects_a_publish_cycle(tmp_path: Path) -> None:
+    log = SubscriptionLog(tmp_path / "reg")
+    log.subscribe("p: A//x->u[./k->a] JOIN {a = b, INF} A//y->v[./k->b] PUBLISH B;", source="p")
+    with pytest.raises(SubscriptionError) as cycle:
+        log.subscribe("r: B//x->u[./k->a] JOIN {a = b, INF} B//y->v[./k->b] PUBLISH A;",
+                      source="r")
+    assert cycle.value.code == PUBLISH_CYCLE
+
+
+def test_concurrent_writers_get_distinct_event_numbers(tmp_path: Path) -> None:
+    folder = tmp_path / "reg"
+    pids = []
+    for n in range(4):
+        pid = os.fork()
+        if pid == 0:  # child: one subscription each, then exit without cleanup
+            try:
+                SubscriptionLog(folder).subscribe(
+                    f"q{n}x: S//item->i[./k{n}->a] JOIN {{a = b, INF}} S//item->j[./k{n}->b];",
+                    source=f"{n}",
+                )
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        pids.append(pid)
+    assert all(os.waitpid(pid, 0)[1] == 0 for pid in pids)
+    log = SubscriptionLog(folder)
+    assert log.versions() == [1, 2, 3, 4]
+    assert sorted(log.current()) == ["q0x", "q1x", "q2x", "q3x"]
+
+
+def test_cli_subscribe_unsubscribe_and_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "more.xscl"
+    queries.write_text(BY_AUTHOR + SAME_TAG, encoding="utf-8")
+    home = ["--home", str(tmp_path / "home"), "--name", "job"]
+    assert main(["subscribe", str(queries), *home]) == 0
+    assert main(["subscribe", str(queries), *home]) == 2
+    assert "already subscribed: by_author, same_tag" in capsys.readouterr().err
+    assert main(["unsubscribe", "same_tag", *home]) == 0
+    assert main(["unsubscribe", "same_tag", *home]) == 2
+    capsys.readouterr()
+    assert main(["subscriptions", *home]) == 0
+    assert capsys.readouterr().out.split() == ["by_author"]
+
+
+# ------------------------------------------------------------- while running
+def _results(output: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for record in read_results(output):
+        out.setdefault(record["query"], set()).add(record["result_id"])
+    return out
+
+
+@pytest.mark.spark
+def test_subscribe_and_unsubscribe_while_the_query_runs(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = ["--home", str(tmp_path / "home"), "--name", "job"]
+    registry = tmp_path / "home" / "registry" / "job"
+    spool_path, output = tmp_path / "spool", tmp_path / "out"
+    first = tmp_path / "first.xscl"
+    first.write_text(BY_AUTHOR + SAME_TAG, encoding="utf-8")
+    later = tmp_path / "later.xscl"
+    later.write_text(FOLLOW, encoding="utf-8")
+    assert main(["subscribe", str(first), *home]) == 0
+    rounds = [_docs(0, 6), _docs(6, 6), _docs(12, 6)]
+
+    def start(pipeline: EnginePipeline) -> Any:
+        return (
+            spark.readStream.format("xscl-spool")
+            .option("path", str(spool_path))
+            .load()
+            .writeStream.foreachBatch(pipeline)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+
+    spool = Spool(spool_path, sync=False)
+    pipeline = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry))
+    query = start(pipeline)
+    try:
+        spool.append(rounds[0])
+        query.processAllAvailable()
+        assert main(["subscribe", str(later), *home]) == 0  # round 1 on
+        spool.append(rounds[1])
+        query.processAllAvailable()
+        assert main(["unsubscribe", "same_tag", *home]) == 0  # round 2 on
+        spool.append(rounds[2])
+        query.processAllAvailable()
+        running_id = query.id
+    finally:
+        query.stop()
+    assert query.exception() is None
+    text = BY_AUTHOR + SAME_TAG + FOLLOW
+    all_docs = [d for r in rounds for d in r]
+    expected = {
+        "by_author": _expected(text, all_docs, "by_author"),
+        "same_tag": _expected(text, rounds[0] + rounds[1], "same_tag"),
+        "follow": _expected(text, rounds[1] + rounds[2], "follow"),
+    }
+    assert all(expected.values()), "every query has results to compare"
+    assert _expected(text, all_docs, "follow") > expected["follow"], "the cut-off matters"
+    assert _results(output) == expected
+    assert pipeline.applied_version == 3
+
+    # Restart from the checkpoint: the engine is rebuilt with each event at its offset.
+    rounds.append(_docs(18, 6))
+    spool.append(rounds[3])
+    spool.close()
+    restarted = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry))
+    query = start(restarted)
+    try:
+        query.processAllAvailable()
+        assert query.id == running_id  # the same streaming query, resumed
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert restarted.warmed_up == 18
+    all_docs = [d for r in rounds for d in r]
+    expected["by_author"] = _expected(text, all_docs, "by_author")
+    expected["follow"] = _expected(text, rounds[1] + rounds[2] + rounds[3], "follow")
+    assert _results(output) == expected

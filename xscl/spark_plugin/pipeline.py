@@ -1,0 +1,223 @@
+"""The streaming job's ``foreachBatch`` function: subscriptions, Stage 1 on executors, joins.
+
+Per micro-batch (driver, once per batch and per replay of it):
+
+1. **Subscriptions as data**: the new events of the job's ``SubscriptionLog`` are
+   applied to the engine before the batch's documents, and the spool offset they
+   took effect at is recorded (``xscl.spark_plugin.subscriptions``).
+2. **Stage 1 on the executors**: the batch goes through ``mapInArrow`` with a
+   ``WitnessTask`` holding the engine's ``Stage1Spec`` as a broadcast (rebuilt
+   only when the subscriptions change); each executor parses and evaluates its
+   partition's documents and returns witness rows (thesis 6.3).
+3. **Joins on the driver**: the witness rows come back as Arrow (``toArrow``) and
+   are fed, in spool offset order, to one ``LocalEngine`` (value-join index =
+   view cache, per-template conjunctive queries over R_T, windows, lateness;
+   thesis 6.4-6.5), which makes the result records.
+4. **Exactly-once output**: results are committed idempotently by batch id
+   (``results_sink.commit_batch``), dead letters (malformed or late documents)
+   beside them, then each query's Atom feed is updated.
+
+Restart: the engine's state lives in the driver's memory, so a (re)started driver
+first rebuilds it by replaying the spool below the first batch it is given,
+applying each subscription event at its recorded offset and discarding the
+results (they were committed before: the sink commits before Spark logs the
+batch). The engine is deterministic in offset order, so the result set equals a
+failure-free run. This warm-up grows with the spool and the join state is bounded
+by the driver's memory: moving the value-join state into Spark's state store is
+the open part of issue 5 (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xscl.engine import LocalEngine
+from xscl.lang.ast import Query
+from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch, write_atomically
+from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
+from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
+
+#: Columns of the spool rows handed to ``mapInArrow`` (ts as microseconds).
+_INPUT_COLUMNS = ("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml")
+
+
+class EnginePipeline:
+    """The ``foreachBatch`` function (see the module docstring); runs on the driver."""
+
+    def __init__(
+        self,
+        queries: Sequence[Query],
+        spool: str | Path,
+        output: str | Path,
+        *,
+        subscriptions: SubscriptionLog | None = None,
+        allowed_lateness_micros: int | None = None,
+        feed_entries: int = DEFAULT_FEED_ENTRIES,
+        stage1_on_executors: bool = True,
+    ) -> None:
+        self.engine = LocalEngine(queries, allowed_lateness_micros=allowed_lateness_micros)
+        self.spool = Path(spool)
+        self.output = Path(output)
+        self.subscriptions = subscriptions
+        self.stage1_on_executors = stage1_on_executors
+        self.feeds = AtomFeedWriter(self.output / "feeds", max_entries=feed_entries)
+        #: the next spool offset the engine expects (None until the first batch)
+        self.next_offset: int | None = None
+        #: the last subscription event applied to the engine
+        self.applied_version = 0
+        self.results_by_batch: dict[int, int] = {}
+        self.warmed_up = 0
+        self.documents = 0
+        self._queries: dict[str, Query] = {q.qid: q for q in queries}
+        self._task_key = uuid.uuid4().hex
+        self._generation = 0
+        self._broadcast: Any = None
+        self._broadcast_generation = -1
+
+    # ------------------------------------------------------------ subscriptions
+    def _apply(self, event: SubscriptionEvent) -> None:
+        before = dict(self._queries)
+        apply_event(self._queries, event)
+        for qid in before.keys() - self._queries.keys():
+            self.engine.remove_query(qid)
+        for qid, query in self._queries.items():
+            if before.get(qid) is not query:
+                self.engine.add_query(query, only_new_documents=True)
+        self.applied_version = event.version
+        self._generation += 1
+
+    def _apply_pending(self, offset: int) -> list[SubscriptionEvent]:
+        """Apply events recorded at ``offset`` or not recorded yet (driver, per batch)."""
+        if self.subscriptions is None:
+            return []
+        applied = self.subscriptions.applied()
+        done = []
+        for event in self.subscriptions.events(after=self.applied_version):
+            at = applied.get(event.version)
+            if at is not None and at != offset:
+                if at < offset:  # recorded earlier but not replayed: a broken invariant
+                    raise RuntimeError(
+                        f"subscription event {event.version} took effect at offset {at}, "
+                        f"but the engine is at {offset}"
+                    )
+                break  # takes effect at a later batch (we are replaying)
+            self.subscriptions.record_applied(event.version, offset)
+            self._apply(event)
+            done.append(event)
+        return done
+
+    # ------------------------------------------------------------------ warm-up
+    def warm_up(self, below: int) -> None:
+        """Rebuild the engine's state from spool records ``[0, below)`` (no output)."""
+        from xscl.connectors.spool import SpoolReader
+
+        at = sorted(
+            (offset, version)
+            for version, offset in (
+                self.subscriptions.applied() if self.subscriptions else {}
+            ).items()
+            if offset < below
+        )
+        assert self.subscriptions is not None or not at
+        pending = list(at)
+        for offset, doc in SpoolReader(self.spool).iter_range(0, below):
+            while pending and pending[0][0] <= offset:
+                self._apply(self.subscriptions.event(pending.pop(0)[1]))  # type: ignore[union-attr]
+            self.engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml)
+        while pending:
+            self._apply(self.subscriptions.event(pending.pop(0)[1]))  # type: ignore[union-attr]
+        self.warmed_up = below
+        self.next_offset = below
+
+    # -------------------------------------------------------------- per batch
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        """Process one micro-batch (driver, once per batch and replay)."""
+        if self.next_offset is None:
+            first = batch.selectExpr("min(offset) AS first").first()
+            if first is None or first["first"] is None:
+                self._commit(batch_id, [], [])
+                return
+            self.warm_up(int(first["first"]))
+        assert self.next_offset is not None
+        self._apply_pending(self.next_offset)
+        rows = self._witnessed(batch)
+        if not rows:
+            self._commit(batch_id, [], [])
+            return
+        if rows[0]["offset"] != self.next_offset:
+            raise RuntimeError(
+                f"batch {batch_id} starts at spool offset {rows[0]['offset']}, "
+                f"expected {self.next_offset}: the checkpoint and the spool disagree"
+            )
+        records: list[dict[str, Any]] = []
+        dead: list[dict[str, Any]] = []
+        engine = self.engine
+        for row in rows:
+            before = len(engine.stats.rejections)
+            witness = read_witness(row) if "error_code" in row else None
+            produced = engine.process_one(
+                row["stream"], row["docid"], row["ts"], row["xml"], witness
+            )
+            records.extend(record.to_json_dict() for record in produced)
+            for rejected in engine.stats.rejections[before:]:
+                dead.append(
+                    {
+                        "offset": row["offset"],
+                        "stream": rejected.stream,
+                        "docid": rejected.docid,
+                        "reason": rejected.reason,
+                        "code": rejected.code,
+                    }
+                )
+        self.next_offset = rows[-1]["offset"] + 1
+        self.documents += len(rows)
+        self._commit(batch_id, records, dead)
+
+    def _witnessed(self, batch: Any) -> list[dict[str, Any]]:
+        """The batch's rows in offset order, with Stage 1's output when run on executors."""
+        frame = batch.selectExpr(*_INPUT_COLUMNS)
+        if self.stage1_on_executors:
+            frame = frame.mapInArrow(self._task(batch.sparkSession), WITNESS_DDL)
+        # Sorted here, not with orderBy: a range sort samples (re-reads) the source.
+        table = frame.toArrow().sort_by("offset")
+        return table.to_pylist()  # type: ignore[no-any-return]
+
+    def _task(self, spark: Any) -> WitnessTask:
+        """This batch's ``mapInArrow`` function; the spec is re-broadcast after changes."""
+        if self._broadcast_generation != self._generation:
+            if self._broadcast is not None:
+                self._broadcast.unpersist()
+            self._broadcast = spark.sparkContext.broadcast(self.engine.stage1.spec())
+            self._broadcast_generation = self._generation
+        return WitnessTask(self._broadcast, f"{self._task_key}-{self._generation}")
+
+    def _commit(
+        self, batch_id: int, records: list[dict[str, Any]], dead: list[dict[str, Any]]
+    ) -> None:
+        name = f"{batch_id:020d}"
+        if dead:
+            folder = self.output / "deadletters"
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(folder / f"{name}.jsonl", jsonl(dead))
+        parts = []
+        if records:
+            staged = self.output / STAGING / f"{uuid.uuid4().hex}.jsonl"
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(staged, jsonl(records))
+            parts.append(StagedPart(0, str(staged), len(records)))
+        commit_batch(str(self.output), name, parts)
+        if records:
+            self.feeds.update(records)
+        self.results_by_batch[batch_id] = len(records)
+
+
+def jsonl(items: list[dict[str, Any]]) -> bytes:
+    """Compact JSON Lines, UTF-8."""
+    text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
+    return text.encode("utf-8")

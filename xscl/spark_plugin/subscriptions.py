@@ -1,0 +1,265 @@
+"""The durable query registry of a streaming job: subscriptions as data (DESIGN.md).
+
+A job named NAME under ``--home HOME`` keeps its subscriptions in
+``HOME/registry/NAME/``, an append-only log of numbered event files written
+atomically (``00000001.json``, ...), each a subscribe (the query file's text and
+the ids taken from it) or an unsubscribe (ids). ``xscl subscribe`` /
+``xscl unsubscribe`` append events while the job runs; the job reads the log at
+the start of every micro-batch and applies the new events before that batch's
+documents, so a change takes effect within one micro-batch, without a restart
+and without touching the state of the other queries.
+
+Exactly once across restarts needs every event to take effect at the same
+document on replay as in the first run, so the job records, per event, the spool
+offset it first took effect at (``applied/00000001.json``), before processing
+the batch. A restarted job replays the spool and applies each event at its
+recorded offset.
+
+Semantics (also in docs/language.md): a query subscribed to a running job matches
+documents that arrive after it takes effect (``LocalEngine.add_query(...,
+only_new_documents=True)``); an unsubscribed query produces nothing more. The
+queries given with ``--queries`` when the log is empty become event 1 and see
+every document.
+
+Example::
+
+    log = SubscriptionLog(home / "registry" / "xscl")
+    log.subscribe(Path("more.xscl").read_text(), source="more.xscl")   # event 2
+    log.unsubscribe(["crosspost"])                                      # event 3
+    log.current()      # {qid: Query} after every event
+
+Runs on the driver and in the ``xscl subscribe`` process; no Spark import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xscl.lang.ast import Query
+from xscl.lang.errors import XsclError
+from xscl.lang.normal_form import normalize
+from xscl.lang.parser import parse_file
+from xscl.lang.validation import validate_all
+
+#: Digits of an event number in its file name.
+_DIGITS = 8
+
+
+class SubscriptionError(ValueError):
+    """A subscribe/unsubscribe that cannot be applied; ``code`` is stable, XSCL-S0xx."""
+
+    def __init__(self, code: str, message: str, errors: Sequence[XsclError] = ()) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        #: the query file's parse/validation errors, when that is the reason
+        self.errors = tuple(errors)
+
+
+#: The file has invalid queries (``errors`` lists them).
+INVALID_QUERIES = "XSCL-S010"
+#: A query id is already subscribed.
+DUPLICATE_ID = "XSCL-S011"
+#: No such subscribed query id.
+UNKNOWN_ID = "XSCL-S012"
+#: PUBLISH/FROM references would form a cycle with the subscribed queries.
+PUBLISH_CYCLE = "XSCL-S013"
+#: An event file is unreadable (a damaged registry).
+BAD_EVENT = "XSCL-S014"
+
+
+@dataclass(frozen=True)
+class SubscriptionEvent:
+    """One event of the log."""
+
+    version: int
+    op: str  # "subscribe" | "unsubscribe"
+    ids: tuple[str, ...]
+    text: str
+    source: str
+
+    def queries(self) -> list[Query]:
+        """The subscribed queries (in file order); empty for an unsubscribe."""
+        if self.op != "subscribe":
+            return []
+        wanted = set(self.ids)
+        return [q for q in parse_file(self.text, source=self.source).queries if q.qid in wanted]
+
+
+class SubscriptionLog:
+    """``HOME/registry/NAME``: the event files and where each took effect."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._cache: dict[int, SubscriptionEvent] = {}
+
+    # ---------------------------------------------------------------- reading
+    def versions(self) -> list[int]:
+        """The event numbers present, ascending."""
+        if not self.folder.is_dir():
+            return []
+        return sorted(
+            int(p.stem)
+            for p in self.folder.glob("*.json")
+            if p.stem.isdigit() and len(p.stem) == _DIGITS
+        )
+
+    def event(self, version: int) -> SubscriptionEvent:
+        cached = self._cache.get(version)
+        if cached is not None:
+            return cached
+        path = self._event_path(version)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            event = SubscriptionEvent(
+                int(data["version"]),
+                str(data["op"]),
+                tuple(str(i) for i in data["ids"]),
+                str(data.get("text", "")),
+                str(data.get("source", "")),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SubscriptionError(BAD_EVENT, f"cannot read {path}: {exc}") from exc
+        self._cache[version] = event
+        return event
+
+    def events(self, after: int = 0) -> list[SubscriptionEvent]:
+        """Events with a number above ``after``, in order."""
+        return [self.event(v) for v in self.versions() if v > after]
+
+    def current(self, upto: int | None = None) -> dict[str, Query]:
+        """The subscribed queries after every event (up to ``upto``), by id."""
+        queries: dict[str, Query] = {}
+        for event in self.events():
+            if upto is not None and event.version > upto:
+                break
+            apply_event(queries, event)
+        return queries
+
+    # ---------------------------------------------------------------- writing
+    def subscribe(self, text: str, *, source: str) -> SubscriptionEvent:
+        """Validate a query file against the current subscriptions and append it.
+
+        Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
+        an id is taken, or PUBLISH would form a cycle.
+        """
+        parsed = parse_file(text, source=source)
+        good, invalid = validate_all(list(parsed.queries), text=text)
+        errors = tuple(parsed.errors) + tuple(invalid)
+        if errors:
+            raise SubscriptionError(
+                INVALID_QUERIES, f"{len(errors)} invalid quer(ies) in {source}", errors
+            )
+        current = self.current()
+        taken = [q.qid for q in good if q.qid in current]
+        if taken:
+            raise SubscriptionError(
+                DUPLICATE_ID,
+                f"already subscribed: {', '.join(taken)} (unsubscribe first, or label the "
+                "queries with new ids: 'ID: query;')",
+            )
+        from xscl.engine.local import PublishCycleError, check_publish_cycles
+
+        try:
+            check_publish_cycles([normalize(q) for q in [*current.values(), *good]])
+        except PublishCycleError as exc:
+            raise SubscriptionError(PUBLISH_CYCLE, str(exc)) from exc
+        return self._append("subscribe", [q.qid for q in good], text, source)
+
+    def unsubscribe(self, ids: Iterable[str]) -> SubscriptionEvent:
+        """Append the removal of subscribed ``ids``; unknown ids raise, nothing written."""
+        wanted = list(dict.fromkeys(ids))
+        current = self.current()
+        unknown = [i for i in wanted if i not in current]
+        if unknown:
+            raise SubscriptionError(UNKNOWN_ID, f"not subscribed: {', '.join(unknown)}")
+        return self._append("unsubscribe", wanted, "", "")
+
+    def _append(self, op: str, ids: list[str], text: str, source: str) -> SubscriptionEvent:
+        """Write the next event file atomically; concurrent writers get distinct numbers."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            version = (self.versions() or [0])[-1] + 1
+            payload = {
+                "version": version,
+                "op": op,
+                "ids": ids,
+                "text": text,
+                "source": source,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            staged = self.folder / f".{version:0{_DIGITS}d}.{os.getpid()}.tmp"
+            _write_synced(staged, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+            try:
+                os.link(staged, self._event_path(version))  # fails if the number is taken
+            except FileExistsError:
+                continue
+            finally:
+                staged.unlink(missing_ok=True)
+            _sync_dir(self.folder)
+            return self.event(version)
+
+    # ---------------------------------------------------- where events applied
+    def applied(self) -> dict[int, int]:
+        """Event number -> the spool offset it first took effect at."""
+        folder = self.folder / "applied"
+        out: dict[int, int] = {}
+        if folder.is_dir():
+            for path in folder.glob("*.json"):
+                if path.stem.isdigit():
+                    out[int(path.stem)] = int(json.loads(path.read_text())["offset"])
+        return out
+
+    def record_applied(self, version: int, offset: int) -> int:
+        """Record (once) that event ``version`` took effect at ``offset``; the recorded one."""
+        known = self.applied().get(version)
+        if known is not None:
+            return known
+        folder = self.folder / "applied"
+        folder.mkdir(parents=True, exist_ok=True)
+        staged = folder / f".{version:0{_DIGITS}d}.{os.getpid()}.tmp"
+        _write_synced(staged, json.dumps({"version": version, "offset": offset}).encode())
+        os.replace(staged, folder / f"{version:0{_DIGITS}d}.json")
+        _sync_dir(folder)
+        return offset
+
+    def _event_path(self, version: int) -> Path:
+        return self.folder / f"{version:0{_DIGITS}d}.json"
+
+
+def apply_event(queries: dict[str, Query], event: SubscriptionEvent) -> None:
+    """Apply one event to a ``{qid: Query}`` mapping in place."""
+    if event.op == "subscribe":
+        for query in event.queries():
+            queries[query.qid] = query
+    elif event.op == "unsubscribe":
+        for qid in event.ids:
+            queries.pop(qid, None)
+    else:
+        raise SubscriptionError(BAD_EVENT, f"event {event.version}: unknown op {event.op!r}")
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with path.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def describe(event: SubscriptionEvent) -> dict[str, Any]:
+    """A JSON-able summary of an event (what ``xscl subscribe`` prints)."""
+    return {"version": event.version, "op": event.op, "ids": list(event.ids)}
