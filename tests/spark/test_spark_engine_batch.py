@@ -100,3 +100,55 @@ def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
     assert [d["line"] for d in dead] == [3, 4]
     assert dead[1]["docid"] == "broken" and dead[1]["code"].startswith("XSCL-")
     assert all(d["reason"] for d in dead)
+
+
+def _envelopes(path: Path, docs: list[Any]) -> Path:
+    path.write_text(
+        "".join(
+            envelope_line(Document(d.stream, d.docid, d.ts_micros, d.xml)) + "\n" for d in docs
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spec 3.3: results depend on timestamps within the lateness; later ones are counted."""
+    text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
+    docs = sorted(docs, key=lambda d: d.ts_micros)
+    lateness = 3_000_000  # timestamps are whole seconds in 0..8
+    # Permute: reverse runs of documents whose timestamps span at most the lateness.
+    permuted: list[Any] = []
+    run: list[Any] = []
+    for doc in docs:
+        if run and doc.ts_micros - run[0].ts_micros > lateness:
+            permuted.extend(reversed(run))
+            run = []
+        run.append(doc)
+    permuted.extend(reversed(run))
+    assert permuted != docs
+    in_order = reference_run_batch(text, _envelopes(tmp_path / "sorted.jsonl", docs),
+                                   tmp_path / "sorted-results.jsonl")
+    summary = run_batch(load_queries(text), _envelopes(tmp_path / "permuted.jsonl", permuted),
+                        tmp_path / "spark.jsonl", allowed_lateness_micros=lateness,
+                        max_records_per_batch=4)
+    assert in_order.results > 0 and summary.late == 0
+    assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(
+        _records(tmp_path / "sorted-results.jsonl"))
+
+    # Two documents far older than the watermark, at the end: dead letters, counted.
+    stale = [type(d)(d.stream, d.docid + "-stale", d.ts_micros - 60_000_000, d.xml)
+             for d in docs[-2:]]
+    late_input = _envelopes(tmp_path / "late.jsonl", [*permuted, *stale])
+    reference = reference_run_batch(text, late_input, tmp_path / "late-reference.jsonl",
+                                    allowed_lateness_micros=lateness)
+    summary = run_batch(load_queries(text), late_input, tmp_path / "late-spark.jsonl",
+                        allowed_lateness_micros=lateness, max_records_per_batch=4)
+    assert summary.late == 2 and summary.dead_letters == reference.dead_letters == 2
+    dead = _records(tmp_path / "late-spark.deadletter.jsonl")
+    assert {d["docid"] for d in dead} == {d.docid for d in stale}
+    assert {d["code"] for d in dead} == {"XSCL-R008"}
+    assert _by_id(_records(tmp_path / "late-spark.jsonl")) == _by_id(
+        _records(tmp_path / "late-reference.jsonl"))
