@@ -22,6 +22,7 @@ from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
+from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.pipeline import EnginePipeline
 from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import (
@@ -165,7 +166,9 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
         )
 
     spool = Spool(spool_path, sync=False)
-    pipeline = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry))
+    snapshots = SnapshotStore(tmp_path / "state", keep=50)
+    pipeline = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
+                              snapshots=snapshots, snapshot_seconds=0)
     query = start(pipeline)
     try:
         spool.append(rounds[0])
@@ -192,20 +195,41 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
     assert _results(output) == expected
     assert pipeline.applied_version == 3
 
-    # Restart from the checkpoint: the engine is rebuilt with each event at its offset.
-    rounds.append(_docs(18, 6))
-    spool.append(rounds[3])
-    spool.close()
-    restarted = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry))
-    query = start(restarted)
-    try:
-        query.processAllAvailable()
-        assert query.id == running_id  # the same streaming query, resumed
-    finally:
-        query.stop()
-    assert query.exception() is None
-    assert restarted.warmed_up == 18
+    assert snapshots.offsets()[-1] == 18
+    # Restart from the checkpoint, twice: from the spool (each event applied at its
+    # recorded offset), then from the snapshot taken after the last commit.
     all_docs = [d for r in rounds for d in r]
-    expected["by_author"] = _expected(text, all_docs, "by_author")
-    expected["follow"] = _expected(text, rounds[1] + rounds[2] + rounds[3], "follow")
-    assert _results(output) == expected
+    for restart, (extra, snapshot) in enumerate(((_docs(18, 6), None), (_docs(24, 6), snapshots))):
+        rounds.append(extra)
+        spool.append(extra)
+        restarted = EnginePipeline((), spool_path, output,
+                                   subscriptions=SubscriptionLog(registry),
+                                   snapshots=snapshot, snapshot_seconds=0)
+        query = start(restarted)
+        try:
+            query.processAllAvailable()
+            assert query.id == running_id  # the same streaming query, resumed
+        finally:
+            query.stop()
+        assert query.exception() is None
+        if snapshot is None:
+            assert (restarted.restored_from, restarted.warmed_up) == (None, 18)
+        else:
+            assert (restarted.restored_from, restarted.warmed_up) == (18, 6), restart
+        all_docs = [d for r in rounds for d in r]
+        expected["by_author"] = _expected(text, all_docs, "by_author")
+        expected["follow"] = _expected(text, [d for r in rounds[1:] for d in r], "follow")
+        assert _results(output) == expected, f"restart {restart}"
+    spool.close()
+
+
+def test_snapshot_store_picks_the_newest_usable_one_at_or_below(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "state", keep=3)
+    for offset in (10, 20, 30, 40):
+        store.save(offset, {"offset": offset})
+    assert store.offsets() == [20, 30, 40]  # the oldest pruned
+    assert store.latest(35) == (30, {"offset": 30})
+    assert store.latest(40) == (40, {"offset": 40})
+    assert store.latest(19) is None
+    (tmp_path / "state" / f"snap-{30:020d}.pkl").write_bytes(b"torn")
+    assert store.latest(35) == (20, {"offset": 20})  # unreadable: fall back, replay more

@@ -179,6 +179,17 @@ class LocalEngine:
         self._since.pop(qid, None)
         return True
 
+    # ------------------------------------------------------------- snapshots
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state (a snapshot of the Spark job): parsed-tree caches are dropped."""
+        state = dict(self.__dict__)
+        state["trees"] = DocumentTrees(self.trees.capacity)
+        state["_docs_infos"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     @property
     def template_count(self) -> int:
         return len(self.plans)

@@ -33,4 +33,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
     parser.add_argument("--feed-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N")
     parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
+    parser.add_argument(
+        "--snapshot-seconds",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="save the join state at most every S seconds, so a restart replays only "
+        "the spool after it (default %(default)s)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")

@@ -18,18 +18,21 @@ Per micro-batch (driver, once per batch and per replay of it):
    beside them, then each query's Atom feed is updated.
 
 Restart: the engine's state lives in the driver's memory, so a (re)started driver
-first rebuilds it by replaying the spool below the first batch it is given,
+first rebuilds it as it was before the first batch it is given: it loads the
+newest snapshot at or below that batch's start (``engine_snapshot``, written every
+``snapshot_seconds`` after a commit) and replays the spool records after it,
 applying each subscription event at its recorded offset and discarding the
 results (they were committed before: the sink commits before Spark logs the
 batch). The engine is deterministic in offset order, so the result set equals a
-failure-free run. This warm-up grows with the spool and the join state is bounded
-by the driver's memory: moving the value-join state into Spark's state store is
-the open part of issue 5 (docs/architecture.md).
+failure-free run. The join state is bounded by the driver's memory: moving the
+value-join state into Spark's state store is the open part of issue 5
+(docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +41,7 @@ from typing import Any
 from xscl.engine import LocalEngine
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
 from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch, write_atomically
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
@@ -60,12 +64,19 @@ class EnginePipeline:
         allowed_lateness_micros: int | None = None,
         feed_entries: int = DEFAULT_FEED_ENTRIES,
         stage1_on_executors: bool = True,
+        snapshots: SnapshotStore | None = None,
+        snapshot_seconds: float = 60.0,
     ) -> None:
         self.engine = LocalEngine(queries, allowed_lateness_micros=allowed_lateness_micros)
         self.spool = Path(spool)
         self.output = Path(output)
         self.subscriptions = subscriptions
         self.stage1_on_executors = stage1_on_executors
+        self.snapshots = snapshots
+        self.snapshot_seconds = snapshot_seconds
+        self._last_snapshot = time.monotonic()
+        #: the offset of the snapshot the warm-up started from (None: from the spool start)
+        self.restored_from: int | None = None
         self.feeds = AtomFeedWriter(self.output / "feeds", max_entries=feed_entries)
         #: the next spool offset the engine expects (None until the first batch)
         self.next_offset: int | None = None
@@ -114,26 +125,45 @@ class EnginePipeline:
 
     # ------------------------------------------------------------------ warm-up
     def warm_up(self, below: int) -> None:
-        """Rebuild the engine's state from spool records ``[0, below)`` (no output)."""
+        """Rebuild the engine's state as it was before spool offset ``below`` (no output)."""
         from xscl.connectors.spool import SpoolReader
 
-        at = sorted(
+        start = 0
+        found = self.snapshots.latest(below) if self.snapshots is not None else None
+        if found is not None:
+            start, state = found
+            self.engine = state["engine"]
+            self._queries = state["queries"]
+            self.applied_version = state["applied_version"]
+            self._generation += 1
+            self.restored_from = start
+        log = self.subscriptions
+        pending = sorted(
             (offset, version)
-            for version, offset in (
-                self.subscriptions.applied() if self.subscriptions else {}
-            ).items()
-            if offset < below
+            for version, offset in (log.applied() if log is not None else {}).items()
+            if start <= offset < below and version > self.applied_version
         )
-        assert self.subscriptions is not None or not at
-        pending = list(at)
-        for offset, doc in SpoolReader(self.spool).iter_range(0, below):
+        for offset, doc in SpoolReader(self.spool).iter_range(start, below):
             while pending and pending[0][0] <= offset:
-                self._apply(self.subscriptions.event(pending.pop(0)[1]))  # type: ignore[union-attr]
+                assert log is not None
+                self._apply(log.event(pending.pop(0)[1]))
             self.engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml)
-        while pending:
-            self._apply(self.subscriptions.event(pending.pop(0)[1]))  # type: ignore[union-attr]
-        self.warmed_up = below
+        self.warmed_up = below - start
         self.next_offset = below
+
+    def _maybe_snapshot(self) -> None:
+        """Save the state after a commit, at most every ``snapshot_seconds`` (driver)."""
+        if self.snapshots is None or self.next_offset is None:
+            return
+        if time.monotonic() - self._last_snapshot < self.snapshot_seconds:
+            return
+        state = {
+            "engine": self.engine,
+            "queries": self._queries,
+            "applied_version": self.applied_version,
+        }
+        self.snapshots.save(self.next_offset, state)
+        self._last_snapshot = time.monotonic()
 
     # -------------------------------------------------------------- per batch
     def __call__(self, batch: Any, batch_id: int) -> None:
@@ -178,6 +208,7 @@ class EnginePipeline:
         self.next_offset = rows[-1]["offset"] + 1
         self.documents += len(rows)
         self._commit(batch_id, records, dead)
+        self._maybe_snapshot()
 
     def _witnessed(self, batch: Any) -> list[dict[str, Any]]:
         """The batch's rows in offset order, with Stage 1's output when run on executors."""

@@ -94,6 +94,11 @@ class XsclHome:
         return self.root / "registry"
 
     @property
+    def state(self) -> Path:
+        """``state/NAME``: each job's engine snapshots (``engine_snapshot.py``)."""
+        return self.root / "state"
+
+    @property
     def tmp(self) -> Path:
         return self.root / "tmp"
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
 from xscl.spark_plugin.progress import BatchProgress
@@ -124,6 +125,8 @@ def run_job(args: argparse.Namespace) -> JobReport:
         spool,
         output,
         subscriptions=log,
+        snapshots=SnapshotStore(home.state / args.name),
+        snapshot_seconds=args.snapshot_seconds,
         allowed_lateness_micros=lateness,
         feed_entries=args.feed_entries,
     )
@@ -171,9 +174,12 @@ def run_job(args: argparse.Namespace) -> JobReport:
     if args.output:
         records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
         write_atomically(Path(args.output), jsonl(records))
+    restored = (
+        "" if pipeline.restored_from is None else f" after the snapshot at {pipeline.restored_from}"
+    )
     print(
         f"xscl: {pipeline.documents} documents this run (+{pipeline.warmed_up} replayed to "
-        f"rebuild state), {total} results in "
+        f"rebuild state{restored}), {total} results in "
         f"{output} ({time.perf_counter() - started:.1f} s)",
         file=sys.stderr,
     )
