@@ -169,17 +169,21 @@ class EnginePipeline:
     def __call__(self, batch: Any, batch_id: int) -> None:
         """Process one micro-batch (driver, once per batch and replay)."""
         if self.next_offset is None:
-            first = batch.selectExpr("min(offset) AS first").first()
-            if first is None or first["first"] is None:
-                self._commit(batch_id, [], [])
-                return
-            self.warm_up(int(first["first"]))
-        assert self.next_offset is not None
-        self._apply_pending(self.next_offset)
-        rows = self._witnessed(batch)
+            # First batch of this driver: its start is known only from its rows, and
+            # the state (hence the Stage 1 spec) only after the warm-up, so this one
+            # batch is evaluated on the driver; reading it twice would double-count
+            # its input rows in Spark's progress.
+            rows = self._witnessed(batch, on_executors=False)
+            if rows:
+                self.warm_up(rows[0]["offset"])
+                self._apply_pending(rows[0]["offset"])
+        else:
+            self._apply_pending(self.next_offset)
+            rows = self._witnessed(batch, on_executors=self.stage1_on_executors)
         if not rows:
             self._commit(batch_id, [], [])
             return
+        assert self.next_offset is not None
         if rows[0]["offset"] != self.next_offset:
             raise RuntimeError(
                 f"batch {batch_id} starts at spool offset {rows[0]['offset']}, "
@@ -210,10 +214,10 @@ class EnginePipeline:
         self._commit(batch_id, records, dead)
         self._maybe_snapshot()
 
-    def _witnessed(self, batch: Any) -> list[dict[str, Any]]:
+    def _witnessed(self, batch: Any, *, on_executors: bool) -> list[dict[str, Any]]:
         """The batch's rows in offset order, with Stage 1's output when run on executors."""
         frame = batch.selectExpr(*_INPUT_COLUMNS)
-        if self.stage1_on_executors:
+        if on_executors:
             frame = frame.mapInArrow(self._task(batch.sparkSession), WITNESS_DDL)
         # Sorted here, not with orderBy: a range sort samples (re-reads) the source.
         table = frame.toArrow().sort_by("offset")
