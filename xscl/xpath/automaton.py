@@ -44,8 +44,12 @@ that technology, after YFilter (Diao et al., 2003):
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import cast
 
 from lxml import etree
 
@@ -59,7 +63,7 @@ from xscl.lang.ast import (
 )
 from xscl.xpath.emission import Emission, merge_emissions
 from xscl.xpath.literal_index import LiteralIndex
-from xscl.xpath.nodes import split_name
+from xscl.xpath.nodes import local_name, split_name
 from xscl.xpath.predicates import (
     CompiledPredicate,
     PathTable,
@@ -69,6 +73,25 @@ from xscl.xpath.predicates import (
 from xscl.xpath.strings import parse_number
 
 StepKey = tuple[Axis, NodeTest, tuple[Predicate, ...]]
+
+#: How to emit the edges ending at one node: (levels up to the parent element,
+#: parent var ids, child var ids) per parent (see ``DocumentRun._bind``)
+BindPlan = tuple[tuple[int, "array[int]", "array[int]"], ...]
+
+#: Bound on the interned state paths and bind plans (cleared at a document start).
+MAX_PATH_KEYS = 100_000
+
+#: Bound on each predicate group's memo of position codes (cleared when full).
+_MEMO_LIMIT = 4096
+
+#: Bound on each state's cache of attribute names (hostile documents invent many).
+_ATTRIBUTE_CACHE_LIMIT = 1024
+
+#: Bound on each transition's cache of child tags (hostile documents invent many).
+_TAG_CACHE_LIMIT = 1024
+
+#: Marks a child tag not looked up yet.
+_UNSEEN: _PathGroup | None = cast("_PathGroup", object())
 
 #: Drop the DFA cache when it holds more states than this (memory bound).
 MAX_STATES = 200_000
@@ -147,6 +170,7 @@ class State:
 
     __slots__ = (
         "anc",
+        "attribute_candidates",
         "attribute_index",
         "matched",
         "output",
@@ -171,6 +195,8 @@ class State:
         #: rows an element in this state emits (None: nothing)
         self.output = output
         self.transitions: dict[str, State | _PredicatedTransition] = {}
+        #: attribute Clark name -> the needed trie nodes that accept it (cache)
+        self.attribute_candidates: dict[str, tuple[tuple[TrieNode, Emission], ...]] = {}
 
 
 class _PathGroup:
@@ -178,12 +204,26 @@ class _PathGroup:
 
     The path's values are computed once per element; when it selects nothing
     the whole group fails at once (the common case: most ``[./name ...]``
-    filters name a child the element lacks).  Literal comparisons are answered
-    by :class:`LiteralIndex` in O(log n + hits) per value; the indexes are
-    built on first use, and equal groups are shared between transitions.
+    filters name a child the element lacks).  Which members hold depends only
+    on where each value falls among the group's sorted distinct literals (one
+    ``bisect`` per value, strings and numbers apart): that position code is
+    the key of a memo of the members that hold (an interned frozenset),
+    computed on a miss by :class:`LiteralIndex` in O(log n + hits).  So a warm
+    element costs one bisect per value, never a walk over the members.
+    Groups, their indexes and memos are shared between transitions.
     """
 
-    __slots__ = ("_indexed", "compiled", "exists", "members", "numbers", "strings")
+    __slots__ = (
+        "_indexed",
+        "_memo",
+        "_number_keys",
+        "_string_keys",
+        "compiled",
+        "exists",
+        "members",
+        "numbers",
+        "strings",
+    )
 
     def __init__(self, compiled: CompiledPredicate, members: tuple[TrieNode, ...]) -> None:
         self.compiled = compiled
@@ -192,6 +232,9 @@ class _PathGroup:
         self.exists: list[TrieNode] = []
         self.strings: LiteralIndex[TrieNode] | None = None
         self.numbers: LiteralIndex[TrieNode] | None = None
+        self._string_keys: list[str] = []
+        self._number_keys: list[Decimal] = []
+        self._memo: dict[object, frozenset[TrieNode]] = {}
 
     def _index(self) -> None:
         strings: list[tuple[str, object, TrieNode]] = []
@@ -206,19 +249,64 @@ class _PathGroup:
                 self.exists.append(node)
         self.strings = LiteralIndex(strings) if strings else None
         self.numbers = LiteralIndex(numbers) if numbers else None
+        self._string_keys = sorted({cast("str", v) for _, v, _ in strings})
+        self._number_keys = sorted({cast("Decimal", v) for _, v, _ in numbers})
         self._indexed = True
 
-    def collect(self, values: list[str], out: list[TrieNode]) -> None:
-        """Append the members that hold given the path's values (non-empty)."""
+    def _code(self, value: str) -> int:
+        """Where ``value`` falls among the literals: equal outcomes of every comparison.
+
+        ``2p`` when it sorts just before the p-th distinct literal, ``2p + 1``
+        when it equals it; the number part (when the group has numeric
+        literals) is added on top, scaled, ``0`` for a value that is no number.
+        """
+        code = 0
+        keys = self._string_keys
+        if keys:
+            p = bisect_left(keys, value)
+            code = 2 * p + (p < len(keys) and keys[p] == value)
+        numeric = self._number_keys
+        if numeric:
+            number = parse_number(value)
+            if number is None:
+                n_code = 0
+            else:
+                p = bisect_left(numeric, number)
+                n_code = 1 + 2 * p + (p < len(numeric) and numeric[p] == number)
+            code += n_code * (2 * len(keys) + 2)
+        return code
+
+    def passed(self, values: list[str]) -> frozenset[TrieNode]:
+        """The members that hold given the path's values (non-empty), memoised."""
+        if len(values) == 1:
+            return self.passed_one(values[0])
         if not self._indexed:
             self._index()
-        out.extend(self.exists)
-        if self.strings is not None:
-            self.strings.collect(values, out)
-        if self.numbers is not None:
-            numbers = [n for n in map(parse_number, values) if n is not None]
-            if numbers:
-                self.numbers.collect(numbers, out)
+        return self._lookup(frozenset(map(self._code, values)), values)
+
+    def passed_one(self, value: str) -> frozenset[TrieNode]:
+        """``passed([value])`` (the hot case: one child or the element itself)."""
+        if not self._indexed:
+            self._index()
+        found = self._memo.get(self._code(value))
+        if found is None:
+            found = self._lookup(self._code(value), [value])
+        return found
+
+    def _lookup(self, key: object, values: list[str]) -> frozenset[TrieNode]:
+        found = self._memo.get(key)
+        if found is None:
+            out: list[TrieNode] = list(self.exists)
+            if self.strings is not None:
+                self.strings.collect(values, out)
+            if self.numbers is not None:
+                numbers = [n for n in map(parse_number, values) if n is not None]
+                if numbers:
+                    self.numbers.collect(numbers, out)
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            found = self._memo[key] = frozenset(out)
+        return found
 
 
 class _CandidateChecks:
@@ -231,7 +319,7 @@ class _CandidateChecks:
     checked one by one (``generic``).
     """
 
-    __slots__ = ("by_child_name", "generic", "groups")
+    __slots__ = ("by_child_name", "by_child_tag", "generic", "groups", "self_groups")
 
     def __init__(
         self,
@@ -247,6 +335,10 @@ class _CandidateChecks:
             else:
                 self.generic.append(node)
         self.by_child_name: dict[str, _PathGroup] = {}
+        #: the same by the child's Clark name (filled on first sight; None: no group)
+        self.by_child_tag: dict[str, _PathGroup | None] = {}
+        #: groups whose path is ``.`` (the element's own value)
+        self.self_groups: list[_PathGroup] = []
         self.groups: list[_PathGroup] = []
         for compiled, members in grouped.values():
             key = (compiled.path_key, tuple(members))
@@ -254,10 +346,19 @@ class _CandidateChecks:
             if group is None:
                 group = shared[key] = _PathGroup(compiled, key[1])
             name = compiled.child_name
-            if name is None:
-                self.groups.append(group)
-            else:
+            if name is not None:
                 self.by_child_name[name] = group
+            elif not compiled.steps:
+                self.self_groups.append(group)
+            else:
+                self.groups.append(group)
+
+    def group_of_tag(self, tag: str) -> _PathGroup | None:
+        """The group of children named ``tag`` (Clark name), cached in ``by_child_tag``."""
+        group = self.by_child_name.get(local_name(tag))
+        if len(self.by_child_tag) < _TAG_CACHE_LIMIT:
+            self.by_child_tag[tag] = group
+        return group
 
 
 class _PredicatedTransition:
@@ -294,6 +395,12 @@ class Automaton:
         self._desc_sources: frozenset[TrieNode] = frozenset()
         #: trie nodes that can lead to a row (see _prepare_run)
         self._live: frozenset[TrieNode] = frozenset()
+        #: some needed emission has an edge whose parent needs a search
+        self.searched_pairs = False
+        #: (parent's path key, state) -> path key: interned paths of DFA states
+        self.path_keys: dict[tuple[int, State], int] = {}
+        #: (id(emission), path key, is element) -> (emission, plan), see BindPlan
+        self.bind_plans: dict[tuple[int, int, bool], tuple[Emission, BindPlan]] = {}
         self.nodes: dict[int, TrieNode] = {0: self.root}
 
     # ------------------------------------------------------------------ trie
@@ -373,6 +480,8 @@ class Automaton:
         self._groups = {}
         self._checks = {}
         self._start = None
+        self.path_keys = {}
+        self.bind_plans = {}
 
     @property
     def state_count(self) -> int:
@@ -381,10 +490,15 @@ class Automaton:
     # ------------------------------------------------------------------- DFA
     def start(self) -> State:
         """The state of the document node."""
+        if len(self.path_keys) > MAX_PATH_KEYS or len(self.bind_plans) > MAX_PATH_KEYS:
+            self.path_keys = {}
+            self.bind_plans = {}
         if self._start is None or len(self._states) > MAX_STATES:
             self._states = {}
             self._groups = {}
             self._checks = {}
+            self.path_keys = {}
+            self.bind_plans = {}
             self._prepare_run()
             root_set = frozenset((self.root,))
             self._start = self._intern(root_set, frozenset())
@@ -399,7 +513,10 @@ class Automaton:
         """
         emission_of = self._emission_of
         live: set[TrieNode] = {self.root}
+        self.searched_pairs = False
         for node in self.nodes.values():
+            if node.var_ids and emission_of(node).searched_pairs:
+                self.searched_pairs = True
             if node.var_ids and emission_of(node).needed:
                 current: TrieNode | None = node
                 while current is not None and current not in live:
@@ -466,27 +583,64 @@ class Automaton:
             state.transitions[tag] = cached
         if isinstance(cached, State):
             return cached
-        passed_nodes: list[TrieNode] = []
         checks = cached.checks
-        if checks.by_child_name:
-            by_name = checks.by_child_name
-            element_value = evaluator.element_value
-            for name, children in evaluator.children_by_name(element).items():
-                group = by_name.get(name)
-                if group is not None:
-                    group.collect([element_value(c) for c in children], passed_nodes)
+        passed: list[frozenset[TrieNode]] = []
+        if checks.by_child_name and len(element):
+            by_tag = checks.by_child_tag
+            strings = evaluator.strings
+            found: dict[_PathGroup, list[str]] | None = None
+            for child in element:
+                child_tag = child.tag
+                group = by_tag.get(child_tag, _UNSEEN)
+                if group is None:
+                    continue
+                if group is _UNSEEN:
+                    if child_tag.__class__ is not str:
+                        continue
+                    group = checks.group_of_tag(child_tag)
+                    if group is None:
+                        continue
+                value = strings.get(child)
+                if value is None:
+                    value = evaluator.element_value(child)
+                if found is None:
+                    found = {group: [value]}
+                elif group in found:
+                    found[group].append(value)
+                else:
+                    found[group] = [value]
+            if found is not None:
+                for group, values in found.items():
+                    hits = group.passed_one(values[0]) if len(values) == 1 else group.passed(values)
+                    if hits:
+                        passed.append(hits)
+        if checks.self_groups:
+            value = evaluator.strings.get(element)
+            if value is None:
+                value = evaluator.element_value(element)
+            for group in checks.self_groups:
+                hits = group.passed_one(value)
+                if hits:
+                    passed.append(hits)
         for group in checks.groups:
             values = evaluator.path_values(group.compiled, element)
             if values:
-                group.collect(values, passed_nodes)
-        for node in checks.generic:
-            if evaluator.check(node.predicate_key, node.compiled, element):
-                passed_nodes.append(node)
-        passed = frozenset(passed_nodes)
-        target = cached.by_passed.get(passed)
+                hits = group.passed(values)
+                if hits:
+                    passed.append(hits)
+        if checks.generic:
+            held = [
+                node
+                for node in checks.generic
+                if evaluator.check(node.predicate_key, node.compiled, element)
+            ]
+            if held:
+                passed.append(frozenset(held))
+        key = _NOTHING if not passed else passed[0] if len(passed) == 1 else _union(passed)
+        target = cached.by_passed.get(key)
         if target is None:
-            target = self._intern(cached.base | passed, state.anc)
-            cached.by_passed[passed] = target
+            target = self._intern(cached.base | key, state.anc)
+            cached.by_passed[key] = target
         return target
 
     def _transition(self, state: State, tag: str) -> State | _PredicatedTransition:
@@ -511,13 +665,24 @@ class Automaton:
             checks = self._checks[candidates] = _CandidateChecks(candidates, self._groups)
         return _PredicatedTransition(frozenset(base), checks)
 
-    def attribute_candidates(self, state: State, key: str) -> list[tuple[TrieNode, Emission]]:
-        """Needed attribute trie nodes whose test accepts attribute ``key`` (Clark name)."""
+    def attribute_candidates(self, state: State, key: str) -> tuple[tuple[TrieNode, Emission], ...]:
+        """Needed attribute trie nodes whose test accepts attribute ``key`` (Clark name).
+
+        Cached on the state (``State.attribute_candidates``).
+        """
         uri, local = split_name(key)
-        nodes = state.attribute_index.get(local)
-        if not nodes:
-            return []
-        return [p for p in nodes if _accepts_attribute(p[0].test, uri, local)]
+        nodes = state.attribute_index.get(local, ())
+        found = tuple(p for p in nodes if _accepts_attribute(p[0].test, uri, local))
+        if len(state.attribute_candidates) < _ATTRIBUTE_CACHE_LIMIT:
+            state.attribute_candidates[key] = found
+        return found
+
+
+_NOTHING: frozenset[TrieNode] = frozenset()
+
+
+def _union(sets: list[frozenset[TrieNode]]) -> frozenset[TrieNode]:
+    return sets[0].union(*sets[1:])
 
 
 def _unique(nodes: list[TrieNode]) -> list[TrieNode]:

@@ -14,17 +14,17 @@ rows are appended column-wise as ints.
 
 from __future__ import annotations
 
+from typing import cast
+
 from lxml import etree
 
-from xscl.xpath.automaton import Automaton, State
-from xscl.xpath.emission import Emission, PairSpec
+from xscl.xpath.automaton import Automaton, BindPlan, State
+from xscl.xpath.emission import Emission, PairSpec, int_array
 from xscl.xpath.errors import TOO_DEEP, Stage1Error
 from xscl.xpath.nodes import (
     AttributeNode,
     TextNode,
     attribute_id,
-    attribute_items,
-    split_name,
     text_children,
 )
 from xscl.xpath.predicates import PredicateEvaluator
@@ -51,7 +51,7 @@ def walk_checks_only(root: etree._Element, max_depth: int) -> None:
 class DocumentRun:
     """One document: walk, states per element, rows into a :class:`WitnessBuilder`."""
 
-    __slots__ = ("automaton", "builder", "evaluator", "parents", "path", "states")
+    __slots__ = ("automaton", "builder", "evaluator", "parents", "path", "path_keys", "states")
 
     def __init__(
         self, automaton: Automaton, evaluator: PredicateEvaluator, builder: WitnessBuilder
@@ -64,6 +64,9 @@ class DocumentRun:
         self.parents: list[int] = []
         #: pre-order indices of the elements from the root to the current one
         self.path: list[int] = []
+        #: per element: the interned path of DFA states from the root to it
+        #: (only when some edge needs a parent search, see ``_bind``)
+        self.path_keys: list[int] = []
 
     def walk(self, root: etree._Element, max_depth: int) -> None:
         """Visit every element once; raises for entity references and excess depth."""
@@ -73,12 +76,22 @@ class DocumentRun:
         element_value = evaluator.element_value
         builder = self.builder
         node_ids, node_values = builder.node_ids, builder.node_values
-        value_var, value_ref = builder.value_var, builder.value_ref
-        match_var, match_ref = builder.match_var, builder.match_ref
+        value_var, value_refs, value_counts = (
+            builder.value_var,
+            builder.value_refs,
+            builder.value_counts,
+        )
+        match_var, match_refs, match_counts = (
+            builder.match_var,
+            builder.match_refs,
+            builder.match_counts,
+        )
         states, parents = self.states, self.parents
         #: pre-order indices of the open elements, root first (the current path)
         path = self.path
         start = automaton.start()
+        path_keys = self.path_keys if automaton.searched_pairs else None
+        key_of = automaton.path_keys
         ids = element_ids(1024)
         index = 0
         for event, element in etree.iterwalk(root, events=("start", "end")):
@@ -99,28 +112,35 @@ class DocumentRun:
             path.append(index)
             states.append(state)
             parents.append(parent_index)
+            if path_keys is not None:
+                key = (path_keys[parent_index] if parent_index >= 0 else -1, state)
+                path_key = key_of.get(key)
+                if path_key is None:
+                    path_key = key_of[key] = len(key_of)
+                path_keys.append(path_key)
             output = state.output
             if output is not None:
                 ref = len(node_ids)
                 if index >= len(ids):
                     ids = element_ids(index + 1)
                 node_ids.append(ids[index])
-                values = output.values
-                if values:
+                if output.values:
                     node_values.append(element_value(element))
-                    value_var.extend(values)
-                    value_ref.extend([ref] * len(values))
+                    value_var.extend(output.value_array)
+                    value_refs.append(ref)
+                    value_counts.append(len(output.values))
                 else:
                     node_values.append("")
                 if output.nodes:
-                    match_var.extend(output.nodes)
-                    match_ref.extend([ref] * len(output.nodes))
+                    match_var.extend(output.node_array)
+                    match_refs.append(ref)
+                    match_counts.append(len(output.nodes))
                 if output.pairs:
                     self._bind(output, ref, index, True)
             if state.attribute_index:
-                attributes = attribute_items(element)
-                if attributes:
-                    self._attributes(state, element, index, attributes)
+                names = element.keys()
+                if names:
+                    self._attributes(state, element, index, names)
             if state.text_candidates:
                 self._texts(state, element, index)
             index += 1
@@ -130,11 +150,13 @@ class DocumentRun:
         builder = self.builder
         ref = builder.add_node(node_id, normalize(raw) if emission.values else "")
         if emission.values:
-            builder.value_var.extend(emission.values)
-            builder.value_ref.extend([ref] * len(emission.values))
+            builder.value_var.extend(emission.value_array)
+            builder.value_refs.append(ref)
+            builder.value_counts.append(len(emission.values))
         if emission.nodes:
-            builder.match_var.extend(emission.nodes)
-            builder.match_ref.extend([ref] * len(emission.nodes))
+            builder.match_var.extend(emission.node_array)
+            builder.match_refs.append(ref)
+            builder.match_counts.append(len(emission.nodes))
         if emission.pairs:
             self._bind(emission, ref, owner, False)
 
@@ -143,14 +165,18 @@ class DocumentRun:
         state: State,
         element: etree._Element,
         index: int,
-        attributes: list[tuple[str, str]],
+        names: list[str],
     ) -> None:
-        index_by_local = state.attribute_index
-        for key, raw in attributes:
-            if split_name(key)[1] not in index_by_local:
+        candidates_of = state.attribute_candidates
+        for key in names:
+            candidates = candidates_of.get(key)
+            if candidates is None:
+                candidates = self.automaton.attribute_candidates(state, key)
+            if not candidates:
                 continue
+            raw = cast("str", element.get(key))
             node_id: str | None = None
-            for node, emission in self.automaton.attribute_candidates(state, key):
+            for node, emission in candidates:
                 if node.predicates and not self.evaluator.all_hold(
                     node.predicates, AttributeNode(element, key, raw)
                 ):
@@ -170,23 +196,57 @@ class DocumentRun:
                 self._emit(emission, node_id, raw, index)
 
     def _bind(self, emission: Emission, ref: int, owner: int, is_element: bool) -> None:
-        """``bindings`` rows of the edges ending at one node (``owner``: its element)."""
+        """``bindings`` rows of the edges ending at one node (``owner``: its element).
+
+        Edges whose parent must be searched for (``//`` steps below it) are
+        resolved once per (emission, path of DFA states to the owner) into
+        a plan of (levels up, parent vars, child vars): the parents depend on
+        nothing else, and documents repeat their paths.
+        """
         builder = self.builder
         path = self.path  # ends with ``owner``
+        if emission.searched_pairs:
+            plans = self.automaton.bind_plans
+            key = (id(emission), self.path_keys[owner], is_element)
+            entry = plans.get(key)
+            if entry is None:
+                entry = plans[key] = (emission, self._plan(emission, owner, is_element))
+            for levels, parent_vars, child_vars in entry[1]:
+                builder.bind_var1.extend(parent_vars)
+                builder.bind_var2.extend(child_vars)
+                builder.bind_parents.append(path[-1 - levels])
+                builder.bind_refs.append(ref)
+                builder.bind_counts.append(len(parent_vars))
+            return
         for group in emission.fixed_pairs:
             # distance < 0: the parent variable is the root element
-            parent = 0 if group.distance < 0 else path[-1 - group.distance]
-            count = len(group.parent_vars)
-            builder.bind_var1.extend(group.parent_vars)
-            builder.bind_var2.extend(group.child_vars)
-            builder.bind_node1.extend([parent] * count)
-            builder.bind_ref2.extend([ref] * count)
+            builder.bind_var1.extend(group.parent_array)
+            builder.bind_var2.extend(group.child_array)
+            builder.bind_parents.append(0 if group.distance < 0 else path[-1 - group.distance])
+            builder.bind_refs.append(ref)
+            builder.bind_counts.append(len(group.parent_vars))
+
+    def _plan(self, emission: Emission, owner: int, is_element: bool) -> BindPlan:
+        """Every edge of ``emission`` as (levels from the owner up to the parent, vars)."""
+        path = self.path
+        top = len(path) - 1
+        level_of = {index: top - depth for depth, index in enumerate(path)}
+        by_level: dict[int, tuple[list[int], list[int]]] = {}
+        for group in emission.fixed_pairs:
+            parents, children = by_level.setdefault(
+                top if group.distance < 0 else group.distance, ([], [])
+            )
+            parents.extend(group.parent_vars)
+            children.extend(group.child_vars)
         for spec in emission.searched_pairs:
             for parent in self._pair_parents(spec, owner, is_element):
-                builder.bind_var1.append(spec.parent_var)
-                builder.bind_var2.append(spec.child_var)
-                builder.bind_node1.append(parent)
-                builder.bind_ref2.append(ref)
+                parents, children = by_level.setdefault(level_of[parent], ([], []))
+                parents.append(spec.parent_var)
+                children.append(spec.child_var)
+        return tuple(
+            (levels, int_array(tuple(parents)), int_array(tuple(children)))
+            for levels, (parents, children) in sorted(by_level.items())
+        )
 
     def _pair_parents(self, spec: PairSpec, owner: int, is_element: bool) -> list[int]:
         """Element indices of the parent variable from which this child node is reached."""

@@ -12,7 +12,8 @@ they are grouped by that distance (:class:`FixedPairs`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ class PairSpec:
     fixed_distance: int
 
 
+def int_array(values: tuple[int, ...]) -> array[int]:
+    """``values`` as a C int array: appending one to a column is a memcpy, not a loop."""
+    return array("i", values)
+
+
 @dataclass(frozen=True)
 class FixedPairs:
     """Pattern edges whose parent is the ancestor ``distance`` levels up (column-ready)."""
@@ -43,6 +49,8 @@ class FixedPairs:
     distance: int
     parent_vars: tuple[int, ...]
     child_vars: tuple[int, ...]
+    parent_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
+    child_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
 
 
 def split_pairs(pairs: tuple[PairSpec, ...]) -> tuple[tuple[FixedPairs, ...], tuple[PairSpec, ...]]:
@@ -56,11 +64,14 @@ def split_pairs(pairs: tuple[PairSpec, ...]) -> tuple[tuple[FixedPairs, ...], tu
             fixed.setdefault(spec.fixed_distance, []).append(spec)
         else:
             searched.append(spec)
-    groups = tuple(
-        FixedPairs(d, tuple(s.parent_var for s in g), tuple(s.child_var for s in g))
-        for d, g in sorted(fixed.items())
-    )
-    return groups, tuple(searched)
+    groups = []
+    for distance, group in sorted(fixed.items()):
+        parents = tuple(s.parent_var for s in group)
+        children = tuple(s.child_var for s in group)
+        groups.append(
+            FixedPairs(distance, parents, children, int_array(parents), int_array(children))
+        )
+    return tuple(groups), tuple(searched)
 
 
 @dataclass(frozen=True)
@@ -73,13 +84,16 @@ class Emission:
     #: ``pairs`` split for the hot path (see :func:`split_pairs`)
     fixed_pairs: tuple[FixedPairs, ...] = ()
     searched_pairs: tuple[PairSpec, ...] = ()
+    #: ``values`` / ``nodes`` as C int arrays (appended to the var columns as is)
+    value_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
+    node_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
 
     @staticmethod
     def of(
         values: tuple[int, ...], nodes: tuple[int, ...], pairs: tuple[PairSpec, ...]
     ) -> Emission:
         fixed, searched = split_pairs(pairs)
-        return Emission(values, nodes, pairs, fixed, searched)
+        return Emission(values, nodes, pairs, fixed, searched, int_array(values), int_array(nodes))
 
     @property
     def needed(self) -> bool:

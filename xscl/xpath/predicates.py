@@ -11,6 +11,7 @@ attributes; name tests without a namespace match by local name).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -39,7 +40,7 @@ from xscl.xpath.nodes import (
     split_name,
     text_children,
 )
-from xscl.xpath.strings import OPERATORS, compare, normalize, parse_number
+from xscl.xpath.strings import OPERATORS, XML_WHITESPACE, compare, normalize, parse_number
 
 
 def name_matches(test: NodeTest, clark: str) -> bool:
@@ -158,9 +159,9 @@ class PredicateEvaluator:
         "_functions",
         "_path_numbers_cache",
         "_path_values",
-        "_strings",
         "function_errors",
         "root",
+        "strings",
     )
 
     def __init__(self, root: etree._Element) -> None:
@@ -169,7 +170,7 @@ class PredicateEvaluator:
         self._cache: dict[tuple[int, etree._Element], bool] = {}
         self._path_values: dict[tuple[int, etree._Element], list[str]] = {}
         self._path_numbers_cache: dict[tuple[int, etree._Element], list[Decimal]] = {}
-        self._strings: dict[etree._Element, str] = {}
+        self.strings: dict[etree._Element, str] = {}
         self.function_errors = 0
 
     def select(self, context: Node, steps: tuple[Step, ...]) -> Iterator[Node]:
@@ -279,12 +280,14 @@ class PredicateEvaluator:
 
     def element_value(self, element: etree._Element) -> str:
         """Normalised string value of an element, computed at most once per document."""
-        value = self._strings.get(element)
+        value = self.strings.get(element)
         if value is None:
             # a leaf's string value is its text (CDATA is merged by the parser)
-            raw = (element.text or "") if not len(element) else raw_string_value(element)
-            value = normalize(raw)
-            self._strings[element] = value
+            value = (element.text or "") if not len(element) else raw_string_value(element)
+            if not value.isascii():
+                value = unicodedata.normalize("NFC", value)
+            value = value.strip(XML_WHITESPACE)  # as strings.normalize, inlined: hot
+            self.strings[element] = value
         return value
 
     def _function(self, predicate: FunctionPredicate, node: Node) -> bool:
