@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,11 +34,12 @@ from xscl.engine.matcher import Match, match_document
 from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
 from xscl.engine.plans import RolePlan, role_steps
 from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
+from xscl.engine.stage1_claims import Requirement, Stage1Claims
 from xscl.engine.state import DocState, DocWitness
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.lang.ast import Query
 from xscl.lang.normal_form import normalize
-from xscl.lang.normal_form.model import NormalQuery
+from xscl.lang.normal_form.model import NormalQuery, VarDef
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
 from xscl.xpath import Stage1, Stage1Error
@@ -91,7 +92,11 @@ class LocalEngine:
         allowed_lateness_micros: int | None = None,
     ) -> None:
         self.stage1 = Stage1()
-        self.registry = TemplateRegistry(intern=self.stage1.register)
+        #: each query's Stage 1 claims, and every requirement's number of claims
+        self._claims: dict[str, Stage1Claims] = {}
+        self._claim_counts: Counter[Requirement] = Counter()
+        self._registering: Stage1Claims | None = None
+        self.registry = TemplateRegistry(intern=self._intern)
         self.cache = ViewCache(enabled=view_cache, max_rows=view_cache_max_rows)
         self.allowed_lateness = allowed_lateness_micros
         self.plans: dict[Template, list[RolePlan]] = {}
@@ -135,17 +140,23 @@ class LocalEngine:
         if normal.qid in self.outputs:
             self.remove_query(normal.qid)
         self.normal[normal.qid] = normal
-        row = self.registry.add(normal)
+        claims = Stage1Claims(self.stage1, self._claim_counts)
+        self._registering = claims
+        try:
+            row = self.registry.add(normal)
+        finally:
+            self._registering = None
+        self._claims[normal.qid] = claims
         template = row.template
         for meta, var_id in enumerate(row.var_ids):
             parent = template.parents[meta]
             if parent >= 0:
-                self.stage1.require_pair(row.var_ids[parent], var_id)
+                claims.require_pair(row.var_ids[parent], var_id)
             if template.documents[meta] or parent < 0:
-                self.stage1.require_nodes(var_id)
+                claims.require_nodes(var_id)
         for a, b in template.value_edges:
-            self.stage1.require_value(row.var_ids[a])
-            self.stage1.require_value(row.var_ids[b])
+            claims.require_value(row.var_ids[a])
+            claims.require_value(row.var_ids[b])
         plans = self.plans.get(template)
         if plans is None:
             plans = [
@@ -154,15 +165,22 @@ class LocalEngine:
             self.plans[template] = plans
         for plan in plans:
             plan.insert(row)
-        self.outputs[normal.qid] = QueryOutput(normal, self.stage1)
+        self.outputs[normal.qid] = QueryOutput(normal, claims)
         if normal.query.publish is not None:
             self.publish[normal.qid] = normal.query.publish
         if only_new_documents:
             self._since[normal.qid] = self._seq + 1
         return row
 
+    def _intern(self, definition: VarDef) -> int:
+        """The registry's var-id function: a Stage 1 registration, claimed by the query."""
+        if self._registering is None:
+            raise RuntimeError("definitions are interned only while a query is added")
+        return self._registering.register(definition)
+
     def remove_query(self, qid: str) -> bool:
-        """Unregister a query: its R_T row goes; shared witnesses stay for the others."""
+        """Unregister a query: its R_T row goes, and its Stage 1 claims are given back
+        (what no other query needs stops being evaluated)."""
         if qid not in self.outputs:
             return False
         template = self.registry.template_of(qid)
@@ -177,6 +195,7 @@ class LocalEngine:
         del self.normal[qid]
         self.publish.pop(qid, None)
         self._since.pop(qid, None)
+        self._claims.pop(qid).release()
         return True
 
     # ------------------------------------------------------------- snapshots

@@ -35,9 +35,10 @@ from typing import Any
 from lxml import etree
 
 from xscl.connectors.document import format_ts
+from xscl.engine.stage1_claims import Stage1Requests
 from xscl.engine.state import DocState
 from xscl.lang.normal_form.model import NormalQuery
-from xscl.xpath import Stage1, parse_document
+from xscl.xpath import parse_document
 from xscl.xpath.nodes import attribute_qname, text_children
 
 
@@ -195,7 +196,7 @@ class DocumentTree:
 class QueryOutput:
     """Output construction for one query (see module docstring)."""
 
-    def __init__(self, query: NormalQuery, stage1: Stage1) -> None:
+    def __init__(self, query: NormalQuery, stage1: Stage1Requests) -> None:
         self.query = query
         self.qid = query.qid
         self.select = query.query.select
