@@ -56,6 +56,7 @@ from pathlib import Path
 from types import TracebackType
 
 from xscl.connectors.document import Document, check_stream_name
+from xscl.connectors.durable import fsync_dir
 from xscl.connectors.errors import SpoolCorruptError, SpoolLockedError
 from xscl.connectors.segment import (
     FRAME,
@@ -88,14 +89,6 @@ def dedup_key(stream: str, docid: str) -> bytes:
     digest.update(encoded)
     digest.update(docid.encode("utf-8", "surrogatepass"))
     return digest.digest()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -360,7 +353,7 @@ class Spool:
         _write_all(self._active_fd, encode_header(self._active_base))
         if self.sync:
             os.fsync(self._active_fd)
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         self._active_size = HEADER_SIZE
         self._active_count = 0
 
@@ -374,7 +367,7 @@ class Spool:
             self.path / segment_name(self._active_base, sealed=True),
         )
         if self.sync:
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         self._start_segment(next_base)
 
     def _write_head(self) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from xscl.connectors.document import read_envelope_file
+from xscl.connectors.durable import write_lines_atomically
 from xscl.connectors.errors import DeadLetter
 from xscl.engine.local import LocalEngine
 from xscl.lang.ast import Query
@@ -42,23 +42,6 @@ def deadletter_path_for(output_path: Path) -> Path:
     name = output_path.name
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
     return output_path.with_name(f"{stem}.deadletter.jsonl")
-
-
-def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
-    """Write lines via a temporary file in the same folder, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for line in lines:
-                handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def run_batch(

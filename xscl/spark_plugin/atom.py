@@ -29,7 +29,8 @@ from typing import Any
 from lxml import etree
 
 from xscl.connectors.document import format_ts, parse_ts
-from xscl.spark_plugin.results_sink import read_results, write_atomically
+from xscl.connectors.durable import write_atomically
+from xscl.spark_plugin.results_sink import read_results
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 DEFAULT_MAX_ENTRIES = 200

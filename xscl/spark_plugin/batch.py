@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xscl.connectors.document import read_envelope_file
+from xscl.connectors.durable import write_lines_atomically
 from xscl.connectors.errors import DeadLetter
 from xscl.connectors.spool import Spool
-from xscl.engine.batch import deadletter_path_for, write_lines_atomically
+from xscl.engine.batch import deadletter_path_for
 from xscl.lang.ast import Query
 from xscl.spark_plugin.errors import SparkBatchError
 

@@ -21,10 +21,11 @@ Runs on the driver only.
 
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 from typing import Any
+
+from xscl.connectors.durable import write_atomically
 
 _PREFIX = "snap-"
 _SUFFIX = ".pkl"
@@ -52,17 +53,7 @@ class SnapshotStore:
         """Write the state valid below ``offset``; drop all but the newest ``keep``."""
         self.folder.mkdir(parents=True, exist_ok=True)
         final = self._path(offset)
-        staged = self.folder / f".{final.name}.{os.getpid()}.tmp"
-        with staged.open("wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staged, final)
-        fd = os.open(self.folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_atomically(final, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
         for old in self.offsets()[: -self.keep]:
             self._path(old).unlink(missing_ok=True)
         return final

@@ -38,12 +38,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xscl.connectors.durable import write_atomically
 from xscl.engine import LocalEngine
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
-from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch, write_atomically
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
 from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
 

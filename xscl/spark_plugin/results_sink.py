@@ -44,6 +44,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import Row, StructType
 
 from xscl.connectors.document import format_ts
+from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.spark_plugin.errors import DataSourceOptionError, ResultsDirectoryError
 
 FORMAT_NAME = "xscl-results"
@@ -59,26 +60,6 @@ class StagedPart(WriterCommitMessage):
     partition: int
     staged: str | None
     rows: int
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or creation in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` so readers see the old or the new file, never a mix."""
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, target)
-    fsync_dir(target.parent)
 
 
 def _json_value(value: Any) -> Any:

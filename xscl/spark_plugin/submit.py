@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xscl.connectors.durable import write_atomically
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
 from xscl.spark_plugin.progress import BatchProgress
-from xscl.spark_plugin.results_sink import read_results, write_atomically
+from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
 
 if TYPE_CHECKING:

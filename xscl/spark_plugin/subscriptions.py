@@ -34,13 +34,13 @@ Runs on the driver and in the ``xscl subscribe`` process; no Spark import.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xscl.connectors.durable import create_exclusively, write_atomically
 from xscl.lang.ast import Query
 from xscl.lang.errors import XsclError
 from xscl.lang.normal_form import normalize
@@ -194,16 +194,10 @@ class SubscriptionLog:
                 "source": source,
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
-            staged = self.folder / f".{version:0{_DIGITS}d}.{os.getpid()}.tmp"
-            _write_synced(staged, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-            try:
-                os.link(staged, self._event_path(version))  # fails if the number is taken
-            except FileExistsError:
-                continue
-            finally:
-                staged.unlink(missing_ok=True)
-            _sync_dir(self.folder)
-            return self.event(version)
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            if create_exclusively(self._event_path(version), data):
+                return self.event(version)
+            # another writer took this number: take the next one
 
     # ---------------------------------------------------- where events applied
     def applied(self) -> dict[int, int]:
@@ -223,10 +217,8 @@ class SubscriptionLog:
             return known
         folder = self.folder / "applied"
         folder.mkdir(parents=True, exist_ok=True)
-        staged = folder / f".{version:0{_DIGITS}d}.{os.getpid()}.tmp"
-        _write_synced(staged, json.dumps({"version": version, "offset": offset}).encode())
-        os.replace(staged, folder / f"{version:0{_DIGITS}d}.json")
-        _sync_dir(folder)
+        body = json.dumps({"version": version, "offset": offset}).encode()
+        write_atomically(folder / f"{version:0{_DIGITS}d}.json", body)
         return offset
 
     def _event_path(self, version: int) -> Path:
@@ -243,21 +235,6 @@ def apply_event(queries: dict[str, Query], event: SubscriptionEvent) -> None:
             queries.pop(qid, None)
     else:
         raise SubscriptionError(BAD_EVENT, f"event {event.version}: unknown op {event.op!r}")
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with path.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _sync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def describe(event: SubscriptionEvent) -> dict[str, Any]:
