@@ -24,7 +24,7 @@ from xscl.lang.ast import Query
 
 @dataclass(frozen=True)
 class BatchSummary:
-    """What a batch run did."""
+    """What a batch run did (``--engine local`` and ``--engine spark``)."""
 
     documents: int
     duplicates: int
@@ -35,6 +35,8 @@ class BatchSummary:
     templates: int
     output_path: Path
     deadletter_path: Path
+    #: Spark micro-batches the run took (0 for the in-process engine)
+    micro_batches: int = 0
 
 
 def deadletter_path_for(output_path: Path) -> Path:

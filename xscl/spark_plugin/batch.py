@@ -31,7 +31,6 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,7 @@ from xscl.connectors.document import read_envelope_file
 from xscl.connectors.durable import write_lines_atomically
 from xscl.connectors.errors import DeadLetter
 from xscl.connectors.spool import Spool
-from xscl.engine.batch import deadletter_path_for
+from xscl.engine.batch import BatchSummary, deadletter_path_for
 from xscl.lang.ast import Query
 from xscl.spark_plugin.errors import SparkBatchError
 
@@ -50,23 +49,6 @@ if TYPE_CHECKING:
 _RESULTS = "results"
 
 
-
-
-@dataclass(frozen=True)
-class SparkBatchSummary:
-    """What a Spark batch run did (the counts ``xscl run`` prints)."""
-
-    documents: int
-    duplicates: int
-    late: int
-    dead_letters: int
-    results: int
-    published_documents: int
-    micro_batches: int
-    output_path: Path
-    deadletter_path: Path
-
-
 def run_batch(
     queries: Sequence[Query],
     input_path: str | os.PathLike[str],
@@ -74,7 +56,7 @@ def run_batch(
     *,
     allowed_lateness_micros: int | None = None,
     max_records_per_batch: int | None = None,
-) -> SparkBatchSummary:
+) -> BatchSummary:
     """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
 
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
@@ -117,13 +99,14 @@ def run_batch(
     write_lines_atomically(dead_path, (text for _line, text in dead))
     write_lines_atomically(output, (_json(record) for record in records))
     stats = pipeline.engine.stats
-    return SparkBatchSummary(
+    return BatchSummary(
         documents=stats.documents,
         duplicates=stats.duplicates + dropped,
         late=stats.late,
         dead_letters=len(dead),
         results=len(records),
         published_documents=stats.published,
+        templates=pipeline.engine.template_count,
         micro_batches=len(pipeline.results_by_batch),
         output_path=output,
         deadletter_path=dead_path,
@@ -187,4 +170,4 @@ def _json(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["SparkBatchError", "SparkBatchSummary", "run_batch"]
+__all__ = ["BatchSummary", "SparkBatchError", "run_batch"]
