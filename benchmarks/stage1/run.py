@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import pyarrow.compute as pc
 from lxml import etree
 
 from xscl.lang.ast import (
@@ -191,14 +192,22 @@ def parse_only(docs: Sequence[bytes]) -> int:
     return len(docs)
 
 
-def stage1_run(stage: Stage1, docs: Sequence[bytes], chunk: int = 512) -> int:
+def stage1_run(stage: Stage1, docs: Sequence[bytes], chunk: int = 512) -> tuple[int, int]:
+    """Witness rows (all relations but ``docs``) and bytes of string values emitted."""
     rows = 0
+    value_bytes = 0
     for start in range(0, len(docs), chunk):
         part = docs[start : start + chunk]
         batch = stage.evaluate_many(("S", str(i), i, x) for i, x in enumerate(part, start))
-        rows += batch.values.num_rows + batch.bindings.num_rows + batch.matches.num_rows
+        rows += (
+            batch.values.num_rows
+            + batch.value_nodes.num_rows
+            + batch.bindings.num_rows
+            + batch.matches.num_rows
+        )
+        value_bytes += pc.sum(pc.binary_length(batch.values.column("strval"))).as_py() or 0
         assert not batch.errors
-    return rows
+    return rows, value_bytes
 
 
 def register_workload(stage: Stage1, defs: Sequence[VarDef], workload: str, seed: int = 5) -> int:
@@ -288,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     header = (
         f"{'defs':>7} | {'workload':>10} | {'register s':>10} | {'stage1 cold':>11} | "
-        f"{'stage1 warm':>11} | {'rows/doc':>8} | {'(a) per-def XPath':>17} | "
+        f"{'stage1 warm':>11} | {'rows/doc':>8} | {'val KB/doc':>10} | {'(a) per-def XPath':>17} | "
         f"{'(a) docs':>8} | {'(b) parse':>9} | {'vs (a)':>7} | {'vs (b)':>6}"
     )
     print(header)
@@ -302,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.process_time()
             registered = register_workload(stage, defs, workload)
             register_s = time.process_time() - t0
-            run_stage: Callable[[], int] = partial(stage1_run, stage, docs)
+            run_stage: Callable[[], tuple[int, int]] = partial(stage1_run, stage, docs)
             cold_times, _ = timed(run_stage, 1)  # empty DFA cache
-            warm_times, rows = timed(run_stage, reps)
+            warm_times, (rows, value_bytes) = timed(run_stage, reps)
             parse_times, _ = timed(lambda: parse_only(docs), max(reps, 5))
             parse_rate = len(docs) / statistics.median(parse_times)
             stage_rate = len(docs) / statistics.median(warm_times)
@@ -312,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             label = f"{base_rate:.1f}" + (f" ({note})" if note else "")
             print(
                 f"{registered:>7} | {workload:>10} | {register_s:>10.2f} | {cold_rate:>11.0f} | "
-                f"{stage_rate:>11.0f} | {rows / len(docs):>8.1f} | {label:>17} | "
+                f"{stage_rate:>11.0f} | {rows / len(docs):>8.1f} | "
+                f"{value_bytes / len(docs) / 1000:>10.1f} | {label:>17} | "
                 f"{len(sample):>8} | {parse_rate:>9.0f} | {stage_rate / base_rate:>6.0f}x | "
                 f"{parse_rate / stage_rate:>5.1f}x"
             )
@@ -320,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "stage1 = Stage1.evaluate_many in chunks of 512 documents (safe parse + one walk + "
         "Arrow batches); cold = first pass after registration (empty lazy-DFA cache), warm = "
-        "median of the next passes; rows/doc = values + bindings + matches rows; "
+        "median of the next passes; rows/doc = values + value_nodes + bindings + matches "
+        "rows; val KB/doc = bytes of string values (strval, once per node) per document; "
         "workload all-values = every definition's value required (worst case), mix = 20% join "
         "variables (value + pair with their ancestor variable, which adds definitions: defs "
         "counts them) and 10% node outputs; (a) = safe parse + one compiled etree.XPath per "

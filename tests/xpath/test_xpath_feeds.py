@@ -30,7 +30,7 @@ from xscl.lang.ast import (
     StringLiteral,
 )
 from xscl.lang.normal_form.model import VarDef
-from xscl.xpath import Stage1
+from xscl.xpath import Stage1, r_doc_rows
 
 PER_FILE = 1
 ITEMS = "//*[local-name()='item' or local-name()='entry']"
@@ -131,8 +131,10 @@ def test_feed_items_equal_oracle(shared_data: Path, oracle_class: Any) -> None:
         stage.require_pair(ids[parent], ids[child])
     batch = stage.evaluate_many(("S", str(i), i, xml) for i, xml in enumerate(items))
     assert batch.errors == ()
+    valued = [(row["docid"], row["node"]) for row in batch.values.to_pylist()]
+    assert len(valued) == len(set(valued)), "one values row per node"
     got_values: dict[tuple[str, int], dict[str, str]] = {}
-    for row in batch.values.to_pylist():
+    for row in r_doc_rows(batch):
         got_values.setdefault((row["docid"], row["var"]), {})[row["node"]] = row["strval"]
     got_pairs: dict[tuple[str, int, int], set[tuple[str, str]]] = {}
     for row in batch.bindings.to_pylist():

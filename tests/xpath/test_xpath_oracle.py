@@ -30,7 +30,7 @@ from xscl.lang.ast import (
     StringLiteral,
 )
 from xscl.lang.normal_form.model import VarDef
-from xscl.xpath import Stage1, WitnessBatch
+from xscl.xpath import Stage1, WitnessBatch, r_doc_rows
 
 NAMES = ["a", "b", "title", "c"]
 URI = "urn:x"
@@ -205,10 +205,16 @@ def check_document(
 ) -> None:
     batch = stage.evaluate("S", "d", 7, xml)
     assert batch.errors == ()
-    values: dict[int, dict[str, str]] = {v: {} for v in ids.values()}
+    strvals: dict[str, str] = {}
     for row in _rows(batch, "values"):
-        assert row["node"] not in values[row["var"]], "one row per node"
-        values[row["var"]][row["node"]] = row["strval"]
+        assert row["node"] not in strvals, "one values row per node"
+        strvals[row["node"]] = row["strval"]
+    values: dict[int, dict[str, str]] = {v: {} for v in ids.values()}
+    for row in _rows(batch, "value_nodes"):
+        assert row["node"] not in values[row["var"]], "one value_nodes row per (var, node)"
+        values[row["var"]][row["node"]] = strvals[row["node"]]
+    valued = {node for found in values.values() for node in found}
+    assert valued == set(strvals), "a values row exactly for the nodes some var needs"
     matches: dict[int, set[str]] = {v: set() for v in ids.values()}
     for row in _rows(batch, "matches"):
         matches[row["var"]].add(row["node"])
@@ -257,9 +263,7 @@ def test_incremental_register_unregister_equals_fresh_build(
 
     def by_definition(stage: Stage1) -> set[tuple[VarDef, str, str]]:
         batch = stage.evaluate("S", "d", 1, xml)
-        return {
-            (stage.definition(r["var"]), r["node"], r["strval"]) for r in _rows(batch, "values")
-        }
+        return {(stage.definition(r["var"]), r["node"], r["strval"]) for r in r_doc_rows(batch)}
 
     assert by_definition(incremental) == by_definition(fresh)
     assert set(incremental.registered.values()) == set(second)

@@ -26,7 +26,12 @@ DOC = (
 
 def _rows(stage1: Stage1) -> tuple[list[dict[str, object]], ...]:
     batch = stage1.evaluate("S", "d", 1, DOC)
-    return (batch.values.to_pylist(), batch.matches.to_pylist(), batch.bindings.to_pylist())
+    return (
+        batch.values.to_pylist(),
+        batch.value_nodes.to_pylist(),
+        batch.matches.to_pylist(),
+        batch.bindings.to_pylist(),
+    )
 
 
 def test_rebuilt_stage1_gives_identical_witnesses_after_pickling() -> None:

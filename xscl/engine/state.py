@@ -4,10 +4,12 @@ Stage 1 hands over Arrow relations (``WitnessBatch``) per document; the engine
 keeps them as per-document hash maps, because every later access is a probe by
 (document, var pair, node): ``down[(var1, var2)][node1] -> [node2]`` and
 ``up[(var1, var2)][node2] -> [node1]`` are R_bin hashed both ways, ``values``
-is R_doc's (node -> strval) and ``nodes[var]`` the bound nodes of each variable
-(from every relation). A measured note: probing Python dicts per tuple was
-faster than re-running pyarrow joins for the one-document deltas the engine
-sees (see docs/architecture.md).
+is Stage 1's ``values`` relation (node -> strval, once per node),
+``value_rows`` R_doc's (var, node, strval) rows rebuilt from ``value_nodes``
+and ``nodes[var]`` the bound nodes of each variable (from every relation). A
+measured note: probing Python dicts per tuple was faster than re-running
+pyarrow joins for the one-document deltas the engine sees (see
+docs/architecture.md).
 
 Example::
 
@@ -60,9 +62,10 @@ class DocState:
         def note(var: int, node: str) -> None:
             node_sets.setdefault(var, {})[node] = None
 
-        for var, node, strval in witness.values:
-            doc.values[node] = strval
-            doc.value_rows.append((var, node, strval))
+        values = doc.values
+        values.update(witness.values)
+        for var, node in witness.value_nodes:
+            doc.value_rows.append((var, node, values[node]))
             note(var, node)
         for var, node in witness.matches:
             note(var, node)
@@ -79,12 +82,17 @@ class DocState:
 class DocWitness:
     """One document's witness rows as Python tuples: R_doc, matches and R_bin.
 
+    R_doc comes as Stage 1 emits it: ``values`` holds each node's string once,
+    ``value_nodes`` the (var, node) rows of value-required variables.
+
     What the engine stores; built from Stage 1's Arrow relations (``of``) or, in
     the Spark job, from the list columns the executors computed.
     """
 
-    #: (var, node, strval)
-    values: list[tuple[int, str, str]]
+    #: (node, strval), once per node
+    values: list[tuple[str, str]]
+    #: (var, node) of value-required variables: every node is in ``values``
+    value_nodes: list[tuple[int, str]]
     #: (var, node)
     matches: list[tuple[int, str]]
     #: (var1, var2, node1, node2)
@@ -94,11 +102,10 @@ class DocWitness:
     def of(cls, batch: WitnessBatch) -> DocWitness:
         """The rows of a one-document ``WitnessBatch``."""
         return cls(
-            list(zip(*_columns(batch.values, ("var", "node", "strval")), strict=True)),
+            list(zip(*_columns(batch.values, ("node", "strval")), strict=True)),
+            list(zip(*_columns(batch.value_nodes, ("var", "node")), strict=True)),
             list(zip(*_columns(batch.matches, ("var", "node")), strict=True)),
-            list(
-                zip(*_columns(batch.bindings, ("var1", "var2", "node1", "node2")), strict=True)
-            ),
+            list(zip(*_columns(batch.bindings, ("var1", "var2", "node1", "node2")), strict=True)),
         )
 
 

@@ -18,7 +18,10 @@ Where things run:
 
 Output: one row per input document (schema ``WITNESS_SCHEMA``), its key and XML,
 either an error (``error_code``/``error``: the document is rejected, e.g.
-malformed XML) or the witness rows as parallel list columns.
+malformed XML) or the witness rows as parallel list columns. String values
+travel once per node (``value_node``/``value_str``, Stage 1's ``values``); the
+(var, node) rows of value-required variables (``member_var``/``member_node``,
+Stage 1's ``value_nodes``) carry node ids only.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from xscl.xpath import Stage1, Stage1Error, Stage1Spec
 WITNESS_DDL = (
     "offset BIGINT, stream STRING, docid STRING, ts BIGINT, xml STRING, "
     "error_code STRING, error STRING, "
-    "value_var ARRAY<INT>, value_node ARRAY<STRING>, value_str ARRAY<STRING>, "
+    "value_node ARRAY<STRING>, value_str ARRAY<STRING>, "
+    "member_var ARRAY<INT>, member_node ARRAY<STRING>, "
     "match_var ARRAY<INT>, match_node ARRAY<STRING>, "
     "bind_var1 ARRAY<INT>, bind_var2 ARRAY<INT>, bind_node1 ARRAY<STRING>, "
     "bind_node2 ARRAY<STRING>"
@@ -51,9 +55,10 @@ WITNESS_SCHEMA = pa.schema(
         ("xml", pa.string()),
         ("error_code", pa.string()),
         ("error", pa.string()),
-        ("value_var", _INTS),
         ("value_node", _STRS),
         ("value_str", _STRS),
+        ("member_var", _INTS),
+        ("member_node", _STRS),
         ("match_var", _INTS),
         ("match_node", _STRS),
         ("bind_var1", _INTS),
@@ -64,9 +69,10 @@ WITNESS_SCHEMA = pa.schema(
 )
 #: (relation, column) read into each list column, after the key/error columns
 _LISTS = (
-    ("values", "var"),
     ("values", "node"),
     ("values", "strval"),
+    ("value_nodes", "var"),
+    ("value_nodes", "node"),
     ("matches", "var"),
     ("matches", "node"),
     ("bindings", "var1"),
@@ -138,7 +144,8 @@ def read_witness(row: dict[str, Any]) -> Any:
     if row["error_code"] is not None:
         return Stage1Error(row["error_code"], row["error"])
     return DocWitness(
-        list(zip(row["value_var"], row["value_node"], row["value_str"], strict=True)),
+        list(zip(row["value_node"], row["value_str"], strict=True)),
+        list(zip(row["member_var"], row["member_node"], strict=True)),
         list(zip(row["match_var"], row["match_node"], strict=True)),
         list(
             zip(

@@ -12,9 +12,11 @@ from xscl.xpath.witness import (
     BINDINGS_SCHEMA,
     DOCS_SCHEMA,
     MATCHES_SCHEMA,
+    VALUE_NODES_SCHEMA,
     VALUES_SCHEMA,
     DocumentError,
     WitnessBatch,
+    r_doc_rows,
 )
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "DOCS_SCHEMA",
     "MATCHES_SCHEMA",
     "VALUES_SCHEMA",
+    "VALUE_NODES_SCHEMA",
     "Document",
     "DocumentError",
     "ParseLimits",
@@ -30,4 +33,5 @@ __all__ = [
     "Stage1Spec",
     "WitnessBatch",
     "parse_document",
+    "r_doc_rows",
 ]

@@ -75,11 +75,12 @@ class DocumentRun:
         evaluator = self.evaluator
         element_value = evaluator.element_value
         builder = self.builder
-        node_ids, node_values = builder.node_ids, builder.node_values
-        value_var, value_refs, value_counts = (
-            builder.value_var,
-            builder.value_refs,
-            builder.value_counts,
+        node_ids = builder.node_ids
+        value_refs, value_strs = builder.value_refs, builder.value_strs
+        member_var, member_refs, member_counts = (
+            builder.member_var,
+            builder.member_refs,
+            builder.member_counts,
         )
         match_var, match_refs, match_counts = (
             builder.match_var,
@@ -125,12 +126,11 @@ class DocumentRun:
                     ids = element_ids(index + 1)
                 node_ids.append(ids[index])
                 if output.values:
-                    node_values.append(element_value(element))
-                    value_var.extend(output.value_array)
                     value_refs.append(ref)
-                    value_counts.append(len(output.values))
-                else:
-                    node_values.append("")
+                    value_strs.append(element_value(element))
+                    member_var.extend(output.value_array)
+                    member_refs.append(ref)
+                    member_counts.append(len(output.values))
                 if output.nodes:
                     match_var.extend(output.node_array)
                     match_refs.append(ref)
@@ -145,20 +145,28 @@ class DocumentRun:
                 self._texts(state, element, index)
             index += 1
 
-    def _emit(self, emission: Emission, node_id: str, raw: str, owner: int) -> None:
-        """Rows of one attribute or text node (``raw``: its unnormalised value)."""
+    def _emit(self, emission: Emission, ref: int, raw: str, owner: int, valued: bool) -> bool:
+        """Rows of one attribute or text node (``raw``: its unnormalised value).
+
+        One node may be matched by several trie nodes, each with its own
+        emission: the caller stores the node once (``ref``) and passes
+        ``valued`` (its ``values`` row exists); returns the new ``valued``.
+        """
         builder = self.builder
-        ref = builder.add_node(node_id, normalize(raw) if emission.values else "")
         if emission.values:
-            builder.value_var.extend(emission.value_array)
-            builder.value_refs.append(ref)
-            builder.value_counts.append(len(emission.values))
+            if not valued:
+                builder.add_value(ref, normalize(raw))
+                valued = True
+            builder.member_var.extend(emission.value_array)
+            builder.member_refs.append(ref)
+            builder.member_counts.append(len(emission.values))
         if emission.nodes:
             builder.match_var.extend(emission.node_array)
             builder.match_refs.append(ref)
             builder.match_counts.append(len(emission.nodes))
         if emission.pairs:
             self._bind(emission, ref, owner, False)
+        return valued
 
     def _attributes(
         self,
@@ -175,25 +183,29 @@ class DocumentRun:
             if not candidates:
                 continue
             raw = cast("str", element.get(key))
-            node_id: str | None = None
+            ref = -1
+            valued = False
             for node, emission in candidates:
                 if node.predicates and not self.evaluator.all_hold(
                     node.predicates, AttributeNode(element, key, raw)
                 ):
                     continue
-                if node_id is None:
-                    node_id = attribute_id(index, element, key)
-                self._emit(emission, node_id, raw, index)
+                if ref < 0:
+                    ref = self.builder.add_node(attribute_id(index, element, key))
+                valued = self._emit(emission, ref, raw, index, valued)
 
     def _texts(self, state: State, element: etree._Element, index: int) -> None:
         for k, raw in enumerate(text_children(element), start=1):
-            node_id = f"{index}/text()[{k}]"
+            ref = -1
+            valued = False
             for node, emission in state.text_candidates:
                 if node.predicates and not self.evaluator.all_hold(
                     node.predicates, TextNode(element, k, raw)
                 ):
                     continue
-                self._emit(emission, node_id, raw, index)
+                if ref < 0:
+                    ref = self.builder.add_node(f"{index}/text()[{k}]")
+                valued = self._emit(emission, ref, raw, index, valued)
 
     def _bind(self, emission: Emission, ref: int, owner: int, is_element: bool) -> None:
         """``bindings`` rows of the edges ending at one node (``owner``: its element).

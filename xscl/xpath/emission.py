@@ -1,7 +1,8 @@
 """What Stage 1 emits for a node a trie node matches (its requirements, precomputed).
 
-An :class:`Emission` says, for one trie node, which var ids need ``values``
-rows, which need ``matches`` rows, and which pattern edges (``bindings``)
+An :class:`Emission` says, for one trie node, which var ids need
+``value_nodes`` rows (and so the node its ``values`` row), which need
+``matches`` rows, and which pattern edges (``bindings``)
 end at it.  The automaton folds the emissions of every trie node a DFA state
 matches into one emission of that state (:func:`merge_emissions`), so that
 an element whose state was seen before costs a few column ``extend`` calls,

@@ -193,7 +193,11 @@ class Stage1:
         return registration
 
     def require_value(self, var_id: int) -> None:
-        """Emit ``values`` rows (node, string value) for every node of ``var_id``."""
+        """Emit ``value_nodes`` rows (var, node) for every node of ``var_id``.
+
+        Each such node also gets its one ``values`` row (node, string value),
+        shared by every variable whose value is required.
+        """
         registration = self._registration(var_id)
         self._values.add(var_id)
         self._changed(registration.definition.stream)

@@ -1,11 +1,12 @@
 """Witness relations produced by Stage 1, as Arrow record batches (thesis 6.3.1).
 
 Thesis 6.3.1 shreds the embeddings of each query block into binary relations
-of variable bindings.  Stage 1 emits, per batch of documents, four relations;
+of variable bindings.  Stage 1 emits, per batch of documents, five relations;
 every one carries the document key ``(stream, docid, ts)`` so that batches of
 many documents can be concatenated and joined later (the thesis's R_bin,
 R_doc and R_docTS, i.e. the ``W`` relations of the current document with the
-document id added):
+document id added; R_doc is shipped as ``values`` + ``value_nodes`` so that
+each string value is emitted once per node):
 
 ``docs`` (R_docTS) — one row per document that parsed:
     ``stream: string, docid: string, ts: int64`` (event time, microseconds
@@ -18,12 +19,23 @@ child's extra steps with all their filters.  With ``//`` steps one n2 may have
 several n1.  ``stream, docid, ts, var1: int32, var2: int32, node1: string,
 node2: string``.
 
-``values`` (R_doc) — one row per node of every variable whose value is
-required: ``stream, docid, ts, var: int32, node: string, strval: string``.
-``strval`` is the normalised string value (NFC, outer XML whitespace
-stripped).  Nodes whose value is empty are **kept** (their existence matters
-to the templates); the value-join layer drops empty values because empty
-values never join (spec 3.2).
+``values`` (R_docW, issue 3) — one row per **distinct node** (per
+document) whose value some variable requires: ``stream, docid, ts, node:
+string, strval: string``.  ``strval`` is the normalised string value (NFC,
+outer XML whitespace stripped).  A node matched by many value-required
+variables (an item element is typically bound by ~17) carries its string
+once, not once per variable.  Nodes whose value is empty are **kept** (their
+existence matters to the templates); the value-join layer drops empty values
+because empty values never join (spec 3.2).
+
+``value_nodes`` — one row per node of every variable whose value is
+required: ``stream, docid, ts, var: int32, node: string``.  Joined with
+``values`` on (document, node) it gives the thesis's R_doc rows (var, node,
+strval); every ``value_nodes`` row has exactly one ``values`` row and every
+``values`` row at least one ``value_nodes`` row.  It is a relation of its own
+rather than rows of ``matches`` so that a consumer tells value-required
+variables from ``require_nodes`` ones without knowing the registrations, and
+so that a var required both ways is not emitted twice into one relation.
 
 ``matches`` — one row per node of every variable registered with
 ``require_nodes`` (existence tests, SELECT output): ``stream, docid, ts,
@@ -43,6 +55,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -63,12 +76,20 @@ BINDINGS_SCHEMA = pa.schema(
         pa.field("node2", pa.string(), nullable=False),
     ]
 )
+#: R_docW: one row per distinct node whose value is required (issue 3)
 VALUES_SCHEMA = pa.schema(
+    [
+        *_KEY,
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("strval", pa.string(), nullable=False),
+    ]
+)
+#: (var, node) of every value-required variable; strval is in ``values``
+VALUE_NODES_SCHEMA = pa.schema(
     [
         *_KEY,
         pa.field("var", pa.int32(), nullable=False),
         pa.field("node", pa.string(), nullable=False),
-        pa.field("strval", pa.string(), nullable=False),
     ]
 )
 MATCHES_SCHEMA = pa.schema(
@@ -98,6 +119,7 @@ class WitnessBatch:
     docs: pa.RecordBatch
     bindings: pa.RecordBatch
     values: pa.RecordBatch
+    value_nodes: pa.RecordBatch
     matches: pa.RecordBatch
     errors: tuple[DocumentError, ...] = ()
     #: function predicates that failed to compile/evaluate (each counted as false)
@@ -122,10 +144,26 @@ class WitnessBatch:
             docs=cat("docs", DOCS_SCHEMA),
             bindings=cat("bindings", BINDINGS_SCHEMA),
             values=cat("values", VALUES_SCHEMA),
+            value_nodes=cat("value_nodes", VALUE_NODES_SCHEMA),
             matches=cat("matches", MATCHES_SCHEMA),
             errors=tuple(e for p in parts for e in p.errors),
             function_errors=sum(p.function_errors for p in parts),
         )
+
+
+def r_doc_rows(batch: WitnessBatch) -> list[dict[str, Any]]:
+    """The thesis's R_doc rows of ``batch``: ``value_nodes`` joined with ``values``.
+
+    One dict (stream, docid, ts, var, node, strval) per ``value_nodes`` row,
+    in its order; for tools and tests (the engine joins per document itself).
+    """
+    strval = {
+        (r["stream"], r["docid"], r["ts"], r["node"]): r["strval"] for r in batch.values.to_pylist()
+    }
+    return [
+        {**r, "strval": strval[(r["stream"], r["docid"], r["ts"], r["node"])]}
+        for r in batch.value_nodes.to_pylist()
+    ]
 
 
 def _int32(column: array[int]) -> pa.Array:
@@ -172,14 +210,15 @@ class WitnessBuilder:
     """Columns that one evaluation run appends to; ``build`` makes the Arrow batches once.
 
     Each distinct node a batch emits is stored once in a node table
-    (``node_ids``, ``node_values``, ``node_doc``: its document's index) and
-    rows refer to it by its index (ref).  Rows are stored column-wise as C
-    int arrays, and the columns that repeat one value over the rows of a
-    node are stored as runs (``*_refs`` and ``*_counts``: ref ``r`` for ``n``
-    rows): an element matched by hundreds of variables costs one string
-    value, one ``memcpy`` of its precomputed var ids and two appends.  Arrow
-    expands the runs and ``take``s node ids, values and document keys into
-    the final columns in C.
+    (``node_ids`` and ``node_doc``: its document's index) and rows refer to
+    it by its index (ref).  The nodes whose value is required are listed
+    once each (``value_refs``, with their string in ``value_strs``): the
+    ``values`` relation.  Rows are stored column-wise as C int arrays, and
+    the columns that repeat one value over the rows of a node are stored as
+    runs (``*_refs`` and ``*_counts``: ref ``r`` for ``n`` rows): an element
+    matched by hundreds of variables costs one string value, one ``memcpy``
+    of its precomputed var ids and two appends.  Arrow expands the runs and
+    ``take``s node ids and document keys into the final columns in C.
     """
 
     def __init__(self) -> None:
@@ -187,11 +226,14 @@ class WitnessBuilder:
         self.doc_docid: list[str] = []
         self.doc_ts: list[int] = []
         self.node_ids: list[str] = []
-        self.node_values: list[str] = []
         self.node_doc = array("i")
-        self.value_var = array("i")
+        #: the ``values`` rows: ref of the node, its normalised string value
         self.value_refs = array("i")
-        self.value_counts = array("i")
+        self.value_strs: list[str] = []
+        #: runs of ``value_nodes`` rows
+        self.member_var = array("i")
+        self.member_refs = array("i")
+        self.member_counts = array("i")
         self.match_var = array("i")
         self.match_refs = array("i")
         self.match_counts = array("i")
@@ -211,11 +253,12 @@ class WitnessBuilder:
             self.doc_docid,
             self.doc_ts,
             self.node_ids,
-            self.node_values,
             self.node_doc,
-            self.value_var,
             self.value_refs,
-            self.value_counts,
+            self.value_strs,
+            self.member_var,
+            self.member_refs,
+            self.member_counts,
             self.match_var,
             self.match_refs,
             self.match_counts,
@@ -240,11 +283,15 @@ class WitnessBuilder:
         self.doc_ts.append(ts)
         return len(self.doc_stream) - 1
 
-    def add_node(self, node_id: str, value: str) -> int:
+    def add_node(self, node_id: str) -> int:
         """Store one emitted node; returns its ref."""
         self.node_ids.append(node_id)
-        self.node_values.append(value)
         return len(self.node_ids) - 1
+
+    def add_value(self, ref: int, value: str) -> None:
+        """The ``values`` row of node ``ref`` (at most once per node)."""
+        self.value_refs.append(ref)
+        self.value_strs.append(value)
 
     def fill_doc(self, doc: int) -> None:
         """Set the document of every node stored since the last call to ``doc``."""
@@ -266,7 +313,6 @@ class WitnessBuilder:
             schema=DOCS_SCHEMA,
         )
         node_ids = pa.array(self.node_ids, type=pa.string())
-        node_values = pa.array(self.node_values, type=pa.string())
         node_doc = _int32(self.node_doc)
         #: the document key columns per node
         node_keys = [docs.column(i).take(node_doc) for i in range(3)]
@@ -284,15 +330,23 @@ class WitnessBuilder:
             ],
             schema=BINDINGS_SCHEMA,
         )
-        value_runs = _Runs(self.value_refs, self.value_counts)
+        value_refs = _int32(self.value_refs)
         values = pa.RecordBatch.from_arrays(
             [
-                *self._key_columns(node_keys, value_runs),
-                _int32(self.value_var),
-                value_runs.column(node_ids),
-                value_runs.column(node_values),
+                *(column.take(value_refs) for column in node_keys),
+                node_ids.take(value_refs),
+                pa.array(self.value_strs, type=pa.string()),
             ],
             schema=VALUES_SCHEMA,
+        )
+        member_runs = _Runs(self.member_refs, self.member_counts)
+        value_nodes = pa.RecordBatch.from_arrays(
+            [
+                *self._key_columns(node_keys, member_runs),
+                _int32(self.member_var),
+                member_runs.column(node_ids),
+            ],
+            schema=VALUE_NODES_SCHEMA,
         )
         match_runs = _Runs(self.match_refs, self.match_counts)
         matches = pa.RecordBatch.from_arrays(
@@ -307,6 +361,7 @@ class WitnessBuilder:
             docs=docs,
             bindings=bindings,
             values=values,
+            value_nodes=value_nodes,
             matches=matches,
             errors=tuple(self.errors),
             function_errors=self.function_errors,
