@@ -49,7 +49,7 @@ from xscl.connectors.document import Document, envelope_line, read_envelope_file
 from xscl.connectors.spool import Spool
 from xscl.reference import run_batch as reference_run_batch
 from xscl.spark_plugin.errors import JavaNotFoundError
-from xscl.spark_plugin.results_sink import committed_markers, read_results
+from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.submit import main
 
@@ -132,6 +132,9 @@ class Fixture:
         twice = sorted({i for i in ids if ids.count(i) > 1})
         assert not twice, f"{story}\ncommitted twice: {twice}"
         assert self.committed() == self.batches, f"{story}\n{self.committed()} markers"
+        staging = self.paths.results / STAGING
+        leftovers = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
+        assert not leftovers, f"{story}\norphaned staging files: {leftovers}"
 
 
 def _result_ids_of_parts(results: Path) -> list[str]:

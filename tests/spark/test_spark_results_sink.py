@@ -118,3 +118,14 @@ def test_batch_writes_append_and_overwrite(spark: Any, tmp_path: Path) -> None:
     assert len(list(read_results(target))) == 2
     with pytest.raises(Exception, match="result_id"):
         frame.drop("result_id").write.format("xscl-results").mode("append").save(target)
+
+
+def test_clear_staging_removes_what_a_crash_left(tmp_path: Path) -> None:
+    from xscl.spark_plugin.results_sink import STAGING, clear_staging
+
+    staging = tmp_path / STAGING
+    staging.mkdir()
+    (staging / "orphan.jsonl").write_text('{"result_id": "x"}\n', encoding="utf-8")
+    assert clear_staging(tmp_path) == 1
+    assert list(staging.iterdir()) == []
+    assert clear_staging(tmp_path / "missing") == 0

@@ -19,6 +19,7 @@ directory (``write_feeds_from_results``).
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -135,25 +136,48 @@ class AtomFeedWriter:
             raise ValueError(f"max_entries must be positive, got {max_entries}")
         self.directory = Path(directory)
         self.max_entries = max_entries
+        #: per query: a min-heap of (sort key, record), at most ``max_entries``
+        self._newest: dict[str, list[tuple[tuple[int, str], Mapping[str, Any]]]] = (
+            defaultdict(list)
+        )
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
 
-    def update(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-        """Merge result records into their queries' feeds; return entries written per feed."""
-        by_query: dict[str, dict[str, AtomEntry]] = defaultdict(dict)
-        for record in records:
-            entry = entry_of(record)
-            by_query[str(record["query"])][entry.entry_id] = entry
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Buffer one result record; only each query's newest ``max_entries`` stay.
+
+        A feed shows no more than that, so the buffer does not grow with a batch.
+        """
+        key = (result_end_micros(record), f"urn:xscl:result:{record['result_id']}")
+        kept = self._newest[str(record["query"])]
+        if len(kept) < self.max_entries:
+            heapq.heappush(kept, (key, record))
+        elif key > kept[0][0]:
+            heapq.heapreplace(kept, (key, record))
+
+    def flush(self) -> dict[str, int]:
+        """Merge the buffered records into their feeds; return entries written per feed."""
+        newest, self._newest = self._newest, defaultdict(list)
+        if not newest:
+            return {}
         self.directory.mkdir(parents=True, exist_ok=True)
         written = {}
-        for query_id, new in sorted(by_query.items()):
+        for query_id, kept in sorted(newest.items()):
             path = self.feed_path(query_id)
             merged = {e.entry_id: e for e in read_entries(path)}
-            merged.update(new)
+            for _key, record in kept:
+                entry = entry_of(record)
+                merged[entry.entry_id] = entry
             write_atomically(path, render_feed(query_id, merged.values(), self.max_entries))
             written[query_id] = min(len(merged), self.max_entries)
         return written
+
+    def update(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        """``add`` every record, then ``flush``."""
+        for record in records:
+            self.add(record)
+        return self.flush()
 
 
 def write_feeds_from_results(

@@ -32,6 +32,7 @@ value-join state into Spark's state store is the open part of issue 5
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -44,7 +45,7 @@ from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
-from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, clear_staging, commit_batch
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
 from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
 
@@ -86,6 +87,8 @@ class EnginePipeline:
         self.results_by_batch: dict[int, int] = {}
         self.warmed_up = 0
         self.documents = 0
+        #: orphaned staging files of a crashed earlier run, removed at start
+        self.orphans_removed = clear_staging(self.output)
         self._queries: dict[str, Query] = {q.qid: q for q in queries}
         self._task_key = uuid.uuid4().hex
         self._generation = 0
@@ -182,7 +185,7 @@ class EnginePipeline:
             self._apply_pending(self.next_offset)
             rows = self._witnessed(batch, on_executors=self.stage1_on_executors)
         if not rows:
-            self._commit(batch_id, [], [])
+            self._commit(batch_id, None, [])
             return
         assert self.next_offset is not None
         if rows[0]["offset"] != self.next_offset:
@@ -190,29 +193,32 @@ class EnginePipeline:
                 f"batch {batch_id} starts at spool offset {rows[0]['offset']}, "
                 f"expected {self.next_offset}: the checkpoint and the spool disagree"
             )
-        records: list[dict[str, Any]] = []
         dead: list[dict[str, Any]] = []
         engine = self.engine
-        for row in rows:
-            before = len(engine.stats.rejections)
-            witness = read_witness(row) if "error_code" in row else None
-            produced = engine.process_one(
-                row["stream"], row["docid"], row["ts"], row["xml"], witness
-            )
-            records.extend(record.to_json_dict() for record in produced)
-            for rejected in engine.stats.rejections[before:]:
-                dead.append(
-                    {
-                        "offset": row["offset"],
-                        "stream": rejected.stream,
-                        "docid": rejected.docid,
-                        "reason": rejected.reason,
-                        "code": rejected.code,
-                    }
+        with _StagedResults(self.output / STAGING) as staged:
+            for row in rows:
+                before = len(engine.stats.rejections)
+                witness = read_witness(row) if "error_code" in row else None
+                produced = engine.process_one(
+                    row["stream"], row["docid"], row["ts"], row["xml"], witness
                 )
+                for result in produced:  # streamed out: a batch's results are not held
+                    record = result.to_json_dict()
+                    staged.write(record)
+                    self.feeds.add(record)
+                for rejected in engine.stats.rejections[before:]:
+                    dead.append(
+                        {
+                            "offset": row["offset"],
+                            "stream": rejected.stream,
+                            "docid": rejected.docid,
+                            "reason": rejected.reason,
+                            "code": rejected.code,
+                        }
+                    )
         self.next_offset = rows[-1]["offset"] + 1
         self.documents += len(rows)
-        self._commit(batch_id, records, dead)
+        self._commit(batch_id, staged.part(), dead)
         self._maybe_snapshot()
 
     def _witnessed(self, batch: Any, *, on_executors: bool) -> list[dict[str, Any]]:
@@ -234,23 +240,54 @@ class EnginePipeline:
         return WitnessTask(self._broadcast, f"{self._task_key}-{self._generation}")
 
     def _commit(
-        self, batch_id: int, records: list[dict[str, Any]], dead: list[dict[str, Any]]
+        self, batch_id: int, part: StagedPart | None, dead: list[dict[str, Any]]
     ) -> None:
+        """Dead letters, then the batch's marker (idempotent by batch id), then feeds."""
         name = f"{batch_id:020d}"
         if dead:
             folder = self.output / "deadletters"
             folder.mkdir(parents=True, exist_ok=True)
             write_atomically(folder / f"{name}.jsonl", jsonl(dead))
-        parts = []
-        if records:
-            staged = self.output / STAGING / f"{uuid.uuid4().hex}.jsonl"
-            staged.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(staged, jsonl(records))
-            parts.append(StagedPart(0, str(staged), len(records)))
-        commit_batch(str(self.output), name, parts)
-        if records:
-            self.feeds.update(records)
-        self.results_by_batch[batch_id] = len(records)
+        commit_batch(str(self.output), name, [part] if part is not None else [])
+        self.feeds.flush()
+        self.results_by_batch[batch_id] = part.rows if part is not None else 0
+
+
+class _StagedResults:
+    """A batch's result records streamed to one staging file (created on the first).
+
+    Closed (flushed and fsync-ed) when the ``with`` block ends; ``part`` is then
+    what ``commit_batch`` renames into place, None when there were no results.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path: Path | None = None
+        self.rows = 0
+        self._handle: Any = None
+
+    def __enter__(self) -> _StagedResults:
+        return self
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._handle is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path = self.folder / f"{uuid.uuid4().hex}.jsonl"
+            self._handle = open(self.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        self._handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.rows += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None
+
+    def part(self) -> StagedPart | None:
+        if self.path is None:
+            return None
+        return StagedPart(0, str(self.path), self.rows)
 
 
 def jsonl(items: list[dict[str, Any]]) -> bytes:

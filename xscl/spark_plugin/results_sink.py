@@ -82,6 +82,23 @@ def record_line(row: Row) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+def clear_staging(path: str | Path) -> int:
+    """Delete staging files a crashed run left behind; how many (driver, at start).
+
+    Only for the job that owns the directory, before its first commit: a staged file
+    is either renamed by its batch's commit or orphaned by a crash (the replayed
+    batch stages new files), so at start-up every one is an orphan.
+    """
+    staging = Path(path) / STAGING
+    removed = 0
+    if staging.is_dir():
+        for leftover in staging.iterdir():
+            if leftover.is_file():
+                leftover.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
 def stage_rows(path: str, rows: Iterable[Row]) -> StagedPart:
     """Write one task's rows to a staging file (executor, once per task attempt)."""
     from pyspark import TaskContext
