@@ -1,0 +1,477 @@
+"""Spark RSS benchmark: thesis section 6.6.3 on the streaming job, ``local[2]``.
+
+    python benchmarks/spark_rss/run.py            # 1k / 10k / 100k subscriptions
+    python benchmarks/spark_rss/run.py --quick    # 1k / 10k, fewer items
+
+1. Items: every feed of ``shared/data/feeds-*`` polled (``raw`` form, one stream)
+   into a fresh spool, replayed in event-time order (``workload.spool_feed_items``).
+2. Subscriptions: generated as in thesis 6.6.1 over the items' leaf names, windows
+   INF, JOIN / FOLLOWED BY, 1-3 value joins (``workload.subscriptions``).
+3. Per subscription count, each engine in its own fresh Python process (so memory
+   figures are its own and every Spark run gets a fresh session and ``--home``):
+   * ``spark``: ``xscl.spark_plugin.submit.run_job`` with ``--master local[2] --once
+     --quiet --max-records-per-batch B``; ``job items/s`` = documents / the job's own
+     seconds (query start to end: excludes session start and registration); ``e2e
+     items/s`` = documents / the whole ``run_job`` call; p50/p95 of the micro-batches'
+     ``triggerExecution`` (batches with documents); state = the stateful operators'
+     rows/bytes of the last batch (Spark progress), the checkpoint folder's bytes and
+     the engine snapshot folder's (``HOME/state``);
+     driver memory = growth of the driver process's peak RSS during ``run_job`` / subs
+     (it includes the engine's stored items);
+   * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order;
+     memory = RSS growth of constructing the engine (registration only) / subs;
+   * ``sequential`` (at the smallest count): ``xscl.reference.evaluate_query`` query
+     by query on a random sample, extrapolated linearly (marked ``~``), after one
+     unmeasured warm-up query (in a probe the first call took 26 s, the next ~2 s).
+4. The Spark and local result counts must be equal (checked, printed).
+
+A Spark measurement whose process tree passes ``MEMORY_LIMIT`` of RSS is ended by
+``MemoryGuard`` (the machine is shared) and reported as an error with its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workload  # sibling module of this script
+
+LEAVES = 8
+BATCH_RECORDS = 2000
+#: per engine run, seconds; a run that takes longer is reported as a timeout
+RUN_TIMEOUT = 1500
+#: a Spark measurement whose process tree (driver, JVM, workers) passes this RSS is ended
+MEMORY_LIMIT = 11 * 2**30
+
+
+# ----------------------------------------------------------------- memory
+def current_rss() -> int:
+    """Resident set size of this process now, bytes (Linux ``/proc``)."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakRss:
+    """Samples this process's RSS every 50 ms in a thread; ``peak`` = the largest seen."""
+
+    def __init__(self) -> None:
+        self.peak = current_rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, current_rss())
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, current_rss())
+
+
+def descendants(pid: int) -> list[int]:
+    """Process ids of every descendant of ``pid`` (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def tree_rss(pids: Sequence[int]) -> int:
+    """Summed RSS of ``pids`` (bytes); vanished processes count 0."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as handle:
+                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            continue
+    return total
+
+
+class MemoryGuard:
+    """Stops this measurement when this process and its children (the JVM) pass a limit.
+
+    The machine is shared: a run that would exhaust memory is ended on purpose, with
+    what it had reached, instead of waking the kernel's OOM killer on someone else.
+    """
+
+    def __init__(self, limit: int, progress: Any) -> None:
+        self.limit = limit
+        self.progress = progress
+        self.started = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.5)
+            children = descendants(os.getpid())
+            rss = current_rss() + tree_rss(children)
+            if rss <= self.limit:
+                continue
+            report = {
+                "error": f"memory guard: driver + JVM + workers RSS {rss / 2**30:.1f} GiB "
+                f"> {self.limit / 2**30:.1f} GiB after {time.perf_counter() - self.started:.0f} s",
+                **self.progress(),
+            }
+            print(json.dumps(report), flush=True)
+            print(report["error"], file=sys.stderr, flush=True)
+            for child in children:  # only the processes this measurement started
+                with contextlib.suppress(OSError):
+                    os.kill(child, signal.SIGKILL)
+            os._exit(3)
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# --------------------------------------------------------- engine workers
+def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
+    """``--engine local``: register, then feed the spool's items in offset order."""
+    from xscl.cli.common import load_queries
+    from xscl.engine import LocalEngine
+
+    items = workload.read_items(spool)
+    start = time.perf_counter()
+    loaded = load_queries(queries)
+    parse_s = time.perf_counter() - start
+    before = current_rss()
+    start = time.perf_counter()
+    engine = LocalEngine(loaded.queries)
+    register_s = time.perf_counter() - start
+    register_bytes = current_rss() - before
+    results = 0
+    start = time.perf_counter()
+    for doc in items:
+        results += len(engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml))
+    seconds = time.perf_counter() - start
+    return {
+        "subscriptions": len(loaded.queries),
+        "templates": engine.template_count,
+        "parse_s": parse_s,
+        "register_s": register_s,
+        "register_bytes": register_bytes,
+        "items": len(items),
+        "results": results,
+        "seconds": seconds,
+        "join_s": engine.stats.join_seconds,
+        "stored_documents": len(engine.docs),
+        "rejected": engine.stats.rejected,
+    }
+
+
+def measure_spark(queries: Path, spool: Path, home: Path, batch: int) -> dict[str, Any]:
+    """The streaming job in this process: ``run_job`` with ``--once`` on ``local[2]``."""
+    from xscl.spark_plugin.submit import build_parser, run_job
+
+    argv = [
+        "--queries", str(queries), "--spool", str(spool), "--home", str(home),
+        "--master", "local[2]", "--once", "--quiet", "--max-records-per-batch", str(batch),
+    ]  # fmt: skip
+    before = current_rss()
+    start = time.perf_counter()
+    with PeakRss() as rss:
+        guard = MemoryGuard(
+            MEMORY_LIMIT,
+            lambda: {
+                "peak_driver_rss": rss.peak,
+                "results_bytes_so_far": folder_bytes(home / "results")
+                if (home / "results").is_dir()
+                else 0,
+                "committed_batches": len(list((home / "results").rglob("_commits/*")))
+                if (home / "results").is_dir()
+                else 0,
+            },
+        )
+        guard.start()
+        report = run_job(build_parser().parse_args(argv))
+    wall = time.perf_counter() - start
+    durations = [b.duration_ms for b in report.batches if b.documents > 0]
+    last = report.batches[-1] if report.batches else None
+    checkpoints = home / "checkpoints"
+    stats = report.engine_stats
+    return {
+        "exit_code": report.exit_code,
+        "documents": report.documents,
+        "results": report.results,
+        "seconds": report.seconds,
+        "wall": wall,
+        "batches": len(durations),
+        "p50_ms": statistics.median(durations) if durations else None,
+        "p95_ms": percentile(durations, 0.95) if durations else None,
+        "state_rows": last.state_rows if last else 0,
+        "state_bytes": last.state_bytes if last else 0,
+        "checkpoint_bytes": folder_bytes(checkpoints) if checkpoints.is_dir() else 0,
+        "snapshot_bytes": folder_bytes(home / "state") if (home / "state").is_dir() else 0,
+        "results_bytes": folder_bytes(home / "results") if (home / "results").is_dir() else 0,
+        "driver_rss_growth": rss.peak - before,
+        "engine_documents": stats.documents if stats else None,
+        "engine_results": stats.results if stats else None,
+    }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..1)."""
+    ordered = sorted(values)
+    rank = min(len(ordered), max(1, math.ceil(q * len(ordered))))
+    return ordered[rank - 1]
+
+
+def measure_sequential(queries: Path, spool: Path, sample: int, seed: int) -> dict[str, Any]:
+    """The reference evaluator query by query on a random sample of ``sample`` queries."""
+    from xscl import reference
+    from xscl.cli.common import load_queries
+
+    docs = []
+    for item in workload.read_items(spool):
+        try:
+            docs.append(reference.make_document(item.stream, item.docid, item.ts_micros, item.xml))
+        except reference.XmlDocumentError:
+            continue  # the engines dead-letter it too
+    loaded = list(load_queries(queries).queries)
+    chosen = loaded if len(loaded) <= sample else random.Random(seed).sample(loaded, sample)
+    reference.evaluate_query(chosen[0], docs)  # warm-up, unmeasured: the first call is slow
+    start = time.perf_counter()
+    results = sum(len(reference.evaluate_query(q, docs)) for q in chosen)
+    seconds = time.perf_counter() - start
+    return {
+        "measured": len(chosen),
+        "subscriptions": len(loaded),
+        "sample_results": results,
+        "seconds": seconds * len(loaded) / len(chosen),
+        "extrapolated": len(chosen) < len(loaded),
+        "items": len(docs),
+    }
+
+
+def worker(args: argparse.Namespace) -> int:
+    """``--measure ENGINE``: one measurement, its JSON on the last stdout line."""
+    queries, spool = Path(args.queries), Path(args.spool)
+    if args.measure == "local":
+        out = measure_local(queries, spool)
+    elif args.measure == "spark":
+        out = measure_spark(queries, spool, Path(args.home), args.batch)
+    else:
+        out = measure_sequential(queries, spool, args.sample, args.seed)
+    out["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def run_worker(extra: list[str], log: Path) -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter; its JSON, or ``{"error": ...}``."""
+    command = [sys.executable, str(Path(__file__).resolve()), *extra]
+    with open(log, "w", encoding="utf-8") as err:
+        try:
+            done = subprocess.run(
+                command, stdout=subprocess.PIPE, stderr=err, text=True, timeout=RUN_TIMEOUT
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {RUN_TIMEOUT} s (log {log})"}
+    lines = done.stdout.strip().splitlines()
+    try:
+        result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        result = {}
+    if done.returncode != 0 and "error" not in result:
+        return {"error": f"exit {done.returncode} (log {log})"}
+    return result
+
+
+# ------------------------------------------------------------------ table
+def fmt_rate(items: int, seconds: float | None, mark: str = "") -> str:
+    return "-" if not seconds else f"{mark}{items / seconds:,.0f}"
+
+
+def mib(value: float) -> str:
+    return f"{value / 2**20:,.1f} MiB"
+
+
+def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
+    head = (
+        f"{'subs':>7} | {'templ':>5} | {'spark job it/s':>14} | {'spark e2e it/s':>14} | "
+        f"{'p50 batch':>9} | {'p95 batch':>9} | {'state rows/bytes':>16} | {'ckpt/snapshot':>17} | "
+        f"{'drv B/sub':>9} | {'local it/s':>10} | {'local B/sub':>11} | {'seq it/s':>9} | "
+        f"{'results spark/local':>19}"
+    )
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        n, spark, local, seq = row["n"], row["spark"], row["local"], row.get("seq")
+        if "error" in spark:
+            s_job = s_e2e = p50 = p95 = state = ckpt = drv = "ERR"
+            s_results = "ERR"
+        else:
+            s_job = fmt_rate(spark["documents"], spark["seconds"])
+            s_e2e = fmt_rate(spark["documents"], spark["wall"])
+            p50 = f"{spark['p50_ms'] / 1000:.2f} s" if spark["p50_ms"] is not None else "-"
+            p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
+            state = f"{spark['state_rows']}/{spark['state_bytes']}"
+            ckpt = f"{mib(spark['checkpoint_bytes'])}/{mib(spark.get('snapshot_bytes', 0))}"
+            drv = f"{spark['driver_rss_growth'] / n:,.0f}"
+            s_results = str(spark["results"])
+        if "error" in local:
+            l_rate = l_mem = l_results = templ = "ERR"
+        else:
+            l_rate = fmt_rate(local["items"], local["seconds"])
+            l_mem = f"{local['register_bytes'] / n:,.0f}"
+            l_results = str(local["results"])
+            templ = str(local["templates"])
+        if seq is None:
+            seq_rate = "-"
+        elif "error" in seq:
+            seq_rate = "ERR"
+        else:
+            seq_rate = fmt_rate(seq["items"], seq["seconds"], "~" if seq["extrapolated"] else "")
+        print(
+            f"{n:>7,} | {templ:>5} | {s_job:>14} | {s_e2e:>14} | {p50:>9} | {p95:>9} | "
+            f"{state:>16} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
+            f"{seq_rate:>9} | {s_results + '/' + l_results:>19}"
+        )
+    print(
+        f"\nitems = {items} (one stream), --max-records-per-batch {batch}, "
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+        f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} CPUs"
+    )
+
+
+# ------------------------------------------------------------------- main
+def bench(args: argparse.Namespace) -> int:
+    counts = args.counts or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
+    began = time.perf_counter()
+    folders = workload.feed_folders()
+    if not folders:
+        print(f"no feeds-* folders under {workload.DATA}: nothing to measure", file=sys.stderr)
+        return 2
+    if args.quick:  # fewer items: the small-web blogs and the youthopp stream only
+        folders = [f for f in folders if f.name in ("feeds-kagi-smallweb", "feeds-stream-youthopp")]
+    work = Path(args.work or tempfile.mkdtemp(prefix="xscl-spark-rss-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"Spark RSS benchmark ({'quick' if args.quick else 'full'}), work dir {work}")
+    start = time.perf_counter()
+    items, summary = workload.spool_feed_items(folders, work)
+    spool = work / "spool"
+    print(
+        f"spool: {items} items from {summary.feeds} feed files "
+        f"({', '.join(f.name for f in folders)}), poll {summary.new} new / "
+        f"{summary.duplicate} duplicate / {summary.dead_letters} dead letters, "
+        f"{time.perf_counter() - start:.0f} s"
+    )
+    stats = workload.leaf_stats(workload.read_items(spool))
+    max_pairs = items // 20
+    leaves = workload.selective_leaves(stats, LEAVES, max_pairs)
+    left_out = [leaf for leaf in stats[: 2 * LEAVES] if leaf.pairs > max_pairs]
+    print(
+        "leaves (items having it, x=x pairs over the stream): "
+        + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in leaves)
+    )
+    print(
+        f"left out, values repeat (x=x pairs > items/20 = {max_pairs}): "
+        + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in left_out)
+    )
+    rows: list[dict[str, Any]] = []
+    for n in counts:
+        queries = work / f"subs-{n}.xscl"
+        workload.write_queries(queries, workload.subscriptions(n, [x.name for x in leaves], seed=n))
+        common = ["--queries", str(queries), "--spool", str(spool)]
+        local = run_worker(["--measure", "local", *common], work / f"local-{n}.log")
+        print(f"  {n}: local {json.dumps(local)}", flush=True)
+        home = work / f"home-{n}"
+        shutil.rmtree(home, ignore_errors=True)
+        spark = run_worker(
+            ["--measure", "spark", *common, "--home", str(home), "--batch", str(args.batch)],
+            work / f"spark-{n}.log",
+        )
+        print(f"  {n}: spark {json.dumps(spark)}", flush=True)
+        row: dict[str, Any] = {"n": n, "local": local, "spark": spark}
+        if n == counts[0]:
+            seq = run_worker(
+                ["--measure", "sequential", *common, "--sample", str(args.sample)],
+                work / f"sequential-{n}.log",
+            )
+            print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
+            row["seq"] = seq
+        rows.append(row)
+    print()
+    print_table(rows, items, args.batch)
+    failures = 0
+    for row in rows:
+        spark, local = row["spark"], row["local"]
+        if "error" in spark or "error" in local:
+            print(
+                f"{row['n']}: a run failed: spark {spark.get('error')} local {local.get('error')}"
+            )
+            failures += 1
+        elif spark["results"] != local["results"]:
+            print(
+                f"{row['n']}: RESULT COUNTS DIFFER: "
+                f"spark {spark['results']}, local {local['results']}"
+            )
+            failures += 1
+    print(f"wall time {time.perf_counter() - began:.0f} s")
+    if not args.keep and args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="1k and 10k subscriptions, fewer items"
+    )
+    parser.add_argument("--counts", type=int, nargs="+", help="subscription counts to run")
+    parser.add_argument("--batch", type=int, default=BATCH_RECORDS, help="max records per batch")
+    parser.add_argument("--sample", type=int, default=5, help="Sequential: queries measured")
+    parser.add_argument("--work", help="work folder (default: a fresh temp dir, removed)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp work folder")
+    # internal: one measurement in a fresh process
+    parser.add_argument(
+        "--measure", choices=("local", "spark", "sequential"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--queries", help=argparse.SUPPRESS)
+    parser.add_argument("--spool", help=argparse.SUPPRESS)
+    parser.add_argument("--home", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    return worker(args) if args.measure else bench(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
