@@ -233,3 +233,10 @@ def test_snapshot_store_picks_the_newest_usable_one_at_or_below(tmp_path: Path) 
     assert store.latest(19) is None
     (tmp_path / "state" / f"snap-{30:020d}.pkl").write_bytes(b"torn")
     assert store.latest(35) == (20, {"offset": 20})  # unreadable: fall back, replay more
+
+
+def test_serve_needs_queries_or_a_registry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--home", str(tmp_path / "home"), "--once"]) == 2
+    assert "no queries: give --queries FILE or 'xscl subscribe FILE" in capsys.readouterr().err
