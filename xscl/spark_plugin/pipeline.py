@@ -136,7 +136,9 @@ class EnginePipeline:
         found = self.snapshots.latest(below) if self.snapshots is not None else None
         if found is not None:
             start, state = found
+            lateness = self.engine.allowed_lateness
             self.engine = state["engine"]
+            self.engine.allowed_lateness = lateness  # this run's option, not the snapshot's
             self._queries = state["queries"]
             self.applied_version = state["applied_version"]
             self._generation += 1
