@@ -267,3 +267,59 @@ def test_incremental_register_unregister_equals_fresh_build(
 
     assert by_definition(incremental) == by_definition(fresh)
     assert set(incremental.registered.values()) == set(second)
+
+
+def _path(*steps: tuple[str, NodeTest, tuple[Predicate, ...]]) -> VarDef:
+    return VarDef(Block("S", tuple(Step(axis, test, predicates=p) for axis, test, p in steps)))
+
+
+def _own(op: str, literal: str) -> tuple[Predicate, ...]:
+    return (ComparisonPredicate(RelPath(()), op, StringLiteral(literal)),)  # type: ignore[arg-type]
+
+
+def test_leaf_and_attribute_fast_paths_equal_oracle_on_repeated_documents(
+    oracle_class: Any,
+) -> None:
+    """The walk's inlined cases, on one Stage1 whose caches fill as documents repeat.
+
+    Leaves whose transition only tests their own value (``[. op literal]``,
+    NFD text, empty, a comment child), elements that also test a child, and
+    attributes matched by several definitions without predicates (one merged
+    emission: plain, ``xml:lang``, namespaced) next to one with a predicate.
+    """
+    b, a, c = NodeTest("element", "b"), NodeTest("element", "a"), NodeTest("element", "c")
+    at_id, at_lang = NodeTest("attribute", "id"), NodeTest("attribute", "lang")
+    ns_id = NodeTest("attribute", "id", "{" + URI + "}")
+    child_c = (ComparisonPredicate(RelPath((Step("/", c),)), "=", StringLiteral("x")),)
+    parent_b, parent_any_b = _path(("/", a, ()), ("/", b, ())), _path(("//", b, ()))
+    defs = [
+        _path(("//", b, _own(">=", "b"))),
+        _path(("//", b, _own("=", "caf\u00e9"))),
+        _path(("/", a, ()), ("/", b, _own("<", "2"))),
+        _path(("/", a, ()), ("/", b, _own("!=", "x"))),
+        _path(("//", c, _own("=", "x"))),
+        _path(("//", c, child_c)),
+        _path(("//", at_id, ())),
+        _path(("/", a, ()), ("/", at_id, ())),
+        _path(("//", b, ()), ("/", at_id, ())),
+        _path(("//", at_lang, ())),
+        _path(("//", ns_id, ())),
+        _path(("//", at_id, _own("=", "1"))),
+        parent_b,
+        parent_any_b,
+    ]
+    edges = [
+        (parent_b, _path(("/", a, ()), ("/", b, ()), ("/", at_id, ()))),
+        (parent_any_b, _path(("//", b, ()), ("//", at_lang, ()))),
+    ]
+    defs += [child for _, child in edges]
+    stage, ids = build(defs, edges)
+    docs = [
+        b'<a id="1" lang="en"><b id="2">b</b><b>cafe\xcc\x81</b><b/><b>1<!--c--></b>'
+        b"<c><c>x</c></c><c>x</c></a>",
+        b'<a xmlns:p="urn:x" p:id="9" xml:lang="fr"><b id="1" lang="de">caf\xc3\xa9</b>'
+        b'<b p:id="3" xml:lang="en"> z </b><c id="1"><b lang="x">0</b></c></a>',
+    ]
+    for _ in range(2):
+        for xml in docs:
+            check_document(stage, ids, edges, xml, oracle_class(xml))

@@ -194,7 +194,7 @@ class State:
         self.text_candidates = text_candidates
         #: rows an element in this state emits (None: nothing)
         self.output = output
-        self.transitions: dict[str, State | _PredicatedTransition] = {}
+        self.transitions: dict[str, State | PredicatedTransition] = {}
         #: attribute Clark name -> the needed trie nodes that accept it (cache)
         self.attribute_candidates: dict[str, tuple[tuple[TrieNode, Emission], ...]] = {}
 
@@ -288,9 +288,15 @@ class _PathGroup:
         """``passed([value])`` (the hot case: one child or the element itself)."""
         if not self._indexed:
             self._index()
-        found = self._memo.get(self._code(value))
+        keys = self._string_keys
+        if keys and not self._number_keys:  # string literals only: _code inlined
+            p = bisect_left(keys, value)
+            code = 2 * p + (p < len(keys) and keys[p] == value)
+        else:
+            code = self._code(value)
+        found = self._memo.get(code)
         if found is None:
-            found = self._lookup(self._code(value), [value])
+            found = self._lookup(code, [value])
         return found
 
     def _lookup(self, key: object, values: list[str]) -> frozenset[TrieNode]:
@@ -361,16 +367,29 @@ class _CandidateChecks:
         return group
 
 
-class _PredicatedTransition:
-    """A cached transition with predicated candidates still to check per element."""
+class PredicatedTransition:
+    """A cached transition with predicated candidates still to check per element.
 
-    __slots__ = ("base", "by_passed", "checks")
+    ``leaf_group`` is set when the candidates are exactly one group testing
+    the element's own value (``[. op literal]``, the common shape): for a
+    *leaf* element (no child nodes) nothing else can change the outcome, so
+    the walk asks that group directly (``DocumentRun.walk``) instead of
+    running the general ``Automaton.step``.
+    """
+
+    __slots__ = ("base", "by_passed", "checks", "leaf_group")
 
     def __init__(self, base: frozenset[TrieNode], checks: _CandidateChecks) -> None:
         self.base = base
         self.checks = checks
         #: candidates that passed -> target state (from this transition's source state)
         self.by_passed: dict[frozenset[TrieNode], State] = {}
+        #: the one own-value group deciding a leaf element's target (None: use ``step``)
+        self.leaf_group: _PathGroup | None = (
+            checks.self_groups[0]
+            if len(checks.self_groups) == 1 and not checks.groups and not checks.generic
+            else None
+        )
 
 
 class Automaton:
@@ -643,7 +662,17 @@ class Automaton:
             cached.by_passed[key] = target
         return target
 
-    def _transition(self, state: State, tag: str) -> State | _PredicatedTransition:
+    def target(
+        self, state: State, transition: PredicatedTransition, passed: frozenset[TrieNode]
+    ) -> State:
+        """The target of ``transition`` (from ``state``) when ``passed`` candidates held."""
+        target = transition.by_passed.get(passed)
+        if target is None:
+            target = self._intern(transition.base | passed, state.anc)
+            transition.by_passed[passed] = target
+        return target
+
+    def _transition(self, state: State, tag: str) -> State | PredicatedTransition:
         uri, local = split_name(tag)
         live = self._live
         base: list[TrieNode] = []
@@ -663,7 +692,7 @@ class Automaton:
         checks = self._checks.get(candidates)
         if checks is None:
             checks = self._checks[candidates] = _CandidateChecks(candidates, self._groups)
-        return _PredicatedTransition(frozenset(base), checks)
+        return PredicatedTransition(frozenset(base), checks)
 
     def attribute_candidates(self, state: State, key: str) -> tuple[tuple[TrieNode, Emission], ...]:
         """Needed attribute trie nodes whose test accepts attribute ``key`` (Clark name).
@@ -673,6 +702,10 @@ class Automaton:
         uri, local = split_name(key)
         nodes = state.attribute_index.get(local, ())
         found = tuple(p for p in nodes if _accepts_attribute(p[0].test, uri, local))
+        if len(found) > 1 and not any(node.predicates for node, _ in found):
+            # nothing to check per attribute: one merged emission (one run per column)
+            merged = merge_emissions([emission for _, emission in found])
+            found = ((found[0][0], cast("Emission", merged)),)
         if len(state.attribute_candidates) < _ATTRIBUTE_CACHE_LIMIT:
             state.attribute_candidates[key] = found
         return found

@@ -15,6 +15,7 @@ rows are appended column-wise as ints.
 from __future__ import annotations
 
 from typing import cast
+from unicodedata import normalize as nfc
 
 from lxml import etree
 
@@ -29,7 +30,7 @@ from xscl.xpath.nodes import (
 )
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import entity_error
-from xscl.xpath.strings import normalize
+from xscl.xpath.strings import XML_WHITESPACE, normalize
 from xscl.xpath.witness import WitnessBuilder, element_ids
 
 _ENTITY = etree.Entity
@@ -72,8 +73,10 @@ class DocumentRun:
         """Visit every element once; raises for entity references and excess depth."""
         automaton = self.automaton
         step = automaton.step
+        target = automaton.target
         evaluator = self.evaluator
         element_value = evaluator.element_value
+        strings = evaluator.strings
         builder = self.builder
         node_ids = builder.node_ids
         value_refs, value_strs = builder.value_refs, builder.value_strs
@@ -106,10 +109,28 @@ class DocumentRun:
                 if len(path) >= max_depth:
                     raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
                 parent_index = path[-1]
-                state = step(states[parent_index], element, tag, evaluator)
+                source = states[parent_index]
             else:
                 parent_index = -1
-                state = step(start, element, tag, evaluator)
+                source = start
+            # the hot cases inline: a plain cached transition, or a leaf whose
+            # target only depends on its own value (see PredicatedTransition)
+            transition = source.transitions.get(tag)
+            if isinstance(transition, State):
+                state = transition
+            elif transition is not None and transition.leaf_group is not None and not len(element):
+                value = strings.get(element)
+                if value is None:
+                    # a leaf's string value is its text (element_value, inlined: hot)
+                    value = element.text or ""
+                    if not value.isascii():
+                        value = nfc("NFC", value)
+                    value = strings[element] = value.strip(XML_WHITESPACE)
+                passed = transition.leaf_group.passed_one(value)
+                found = transition.by_passed.get(passed)
+                state = target(source, transition, passed) if found is None else found
+            else:
+                state = step(source, element, tag, evaluator)
             path.append(index)
             states.append(state)
             parents.append(parent_index)
@@ -127,7 +148,8 @@ class DocumentRun:
                 node_ids.append(ids[index])
                 if output.values:
                     value_refs.append(ref)
-                    value_strs.append(element_value(element))
+                    value = strings.get(element)
+                    value_strs.append(element_value(element) if value is None else value)
                     member_var.extend(output.value_array)
                     member_refs.append(ref)
                     member_counts.append(len(output.values))
@@ -138,9 +160,9 @@ class DocumentRun:
                 if output.pairs:
                     self._bind(output, ref, index, True)
             if state.attribute_index:
-                names = element.keys()
-                if names:
-                    self._attributes(state, element, index, names)
+                items = element.items()
+                if items:
+                    self._attributes(state, element, index, cast("list[tuple[str, str]]", items))
             if state.text_candidates:
                 self._texts(state, element, index)
             index += 1
@@ -155,7 +177,8 @@ class DocumentRun:
         builder = self.builder
         if emission.values:
             if not valued:
-                builder.add_value(ref, normalize(raw))
+                builder.value_refs.append(ref)
+                builder.value_strs.append(normalize(raw))
                 valued = True
             builder.member_var.extend(emission.value_array)
             builder.member_refs.append(ref)
@@ -173,16 +196,39 @@ class DocumentRun:
         state: State,
         element: etree._Element,
         index: int,
-        names: list[str],
+        items: list[tuple[str, str]],
     ) -> None:
+        """Rows of the element's attributes (``items``: Clark name, value)."""
         candidates_of = state.attribute_candidates
-        for key in names:
+        builder = self.builder
+        node_ids = builder.node_ids
+        for key, raw in items:
             candidates = candidates_of.get(key)
             if candidates is None:
                 candidates = self.automaton.attribute_candidates(state, key)
             if not candidates:
                 continue
-            raw = cast("str", element.get(key))
+            if len(candidates) == 1 and not candidates[0][0].predicates:
+                # the common case (one merged emission, nothing to check) inline
+                emission = candidates[0][1]
+                ref = len(node_ids)
+                # a name without namespace is written as is (see attribute_qname)
+                node_ids.append(
+                    f"{index}/@{key}" if key[:1] != "{" else attribute_id(index, element, key)
+                )
+                if emission.values:
+                    builder.value_refs.append(ref)
+                    builder.value_strs.append(normalize(raw))
+                    builder.member_var.extend(emission.value_array)
+                    builder.member_refs.append(ref)
+                    builder.member_counts.append(len(emission.values))
+                if emission.nodes:
+                    builder.match_var.extend(emission.node_array)
+                    builder.match_refs.append(ref)
+                    builder.match_counts.append(len(emission.nodes))
+                if emission.pairs:
+                    self._bind(emission, ref, index, False)
+                continue
             ref = -1
             valued = False
             for node, emission in candidates:
@@ -191,7 +237,10 @@ class DocumentRun:
                 ):
                     continue
                 if ref < 0:
-                    ref = self.builder.add_node(attribute_id(index, element, key))
+                    ref = len(node_ids)
+                    node_ids.append(
+                        f"{index}/@{key}" if key[:1] != "{" else attribute_id(index, element, key)
+                    )
                 valued = self._emit(emission, ref, raw, index, valued)
 
     def _texts(self, state: State, element: etree._Element, index: int) -> None:

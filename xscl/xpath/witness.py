@@ -270,7 +270,7 @@ class WitnessBuilder:
         )
 
     def mark(self) -> Mark:
-        return tuple(len(column) for column in self._columns())
+        return tuple(map(len, self._columns()))
 
     def rollback(self, mark: Mark) -> None:
         """Forget every row appended since ``mark`` (a document that failed midway)."""
