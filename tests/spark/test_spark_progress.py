@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from xscl.spark_plugin.progress import ProgressPrinter, batch_progress, observe_results
+from xscl.spark_plugin.progress import (
+    JobFigures,
+    ProgressPrinter,
+    batch_progress,
+    observe_results,
+)
 
 
 def test_batch_progress_parses_a_progress_object() -> None:
@@ -73,3 +78,21 @@ def test_listener_reports_each_micro_batch(spark: Any, tmp_path: Path, spool_kit
     assert with_data[-1].state_rows == 20
     assert with_data[-1].watermark is not None
     assert all(line.startswith("[progress_test] batch ") for line in lines)
+
+
+def test_a_foreach_batch_job_fills_in_results_watermark_and_state() -> None:
+    class _Event:
+        class progress:  # shaped like Spark's event
+            json = '{"name": "serve", "batchId": 2, "numInputRows": 5, "stateOperators": []}'
+
+    lines: list[str] = []
+    printer = ProgressPrinter(
+        lines.append,
+        results={2: 3},
+        job={2: JobFigures("2026-11-05T18:00:00Z", 42)},
+    )
+    printer.onQueryProgress(_Event())
+    assert lines == [
+        "[serve] batch 2: 5 docs, 3 results, 0.0 docs/s, 0 ms, "
+        "watermark 2026-11-05T18:00:00Z, lag -, state 42 rows / 0 bytes"
+    ]

@@ -39,12 +39,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xscl.connectors.document import format_ts
 from xscl.connectors.durable import write_atomically
 from xscl.engine import LocalEngine
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
+from xscl.spark_plugin.progress import JobFigures
 from xscl.spark_plugin.results_sink import STAGING, StagedPart, clear_staging, commit_batch
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
 from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
@@ -85,6 +87,8 @@ class EnginePipeline:
         #: the last subscription event applied to the engine
         self.applied_version = 0
         self.results_by_batch: dict[int, int] = {}
+        #: per batch: the engine's watermark and stored documents (progress lines)
+        self.figures_by_batch: dict[int, JobFigures] = {}
         self.warmed_up = 0
         self.documents = 0
         #: orphaned staging files of a crashed earlier run, removed at start
@@ -253,6 +257,11 @@ class EnginePipeline:
         commit_batch(str(self.output), name, [part] if part is not None else [])
         self.feeds.flush()
         self.results_by_batch[batch_id] = part.rows if part is not None else 0
+        engine = self.engine
+        watermark = None
+        if engine.max_ts is not None and engine.allowed_lateness is not None:
+            watermark = format_ts(engine.max_ts - engine.allowed_lateness)
+        self.figures_by_batch[batch_id] = JobFigures(watermark, len(engine.docs))
 
 
 class _StagedResults:

@@ -89,6 +89,16 @@ def _results(progress: Mapping[str, Any]) -> int | None:
     return int(sink_rows) if isinstance(sink_rows, int) and sink_rows >= 0 else None
 
 
+@dataclass(frozen=True)
+class JobFigures:
+    """What a ``foreachBatch`` job knows of a batch that Spark's progress cannot."""
+
+    #: the job's event-time watermark (ISO 8601 UTC), None while it has none
+    watermark: str | None
+    #: documents held in the job's join state
+    state_rows: int
+
+
 def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
     """Parse one ``StreamingQueryProgress`` JSON object."""
     operators = progress.get("stateOperators") or []
@@ -120,6 +130,8 @@ class ProgressPrinter(StreamingQueryListener):
     micro-batch; exceptions in it are swallowed by Spark, so keep it simple.
     ``results`` (batch id -> results count) fills in the results of sinks that do
     not report them (``foreachBatch``), when no ``xscl`` observed metric is attached.
+    ``job`` (batch id -> ``JobFigures``) fills in what a ``foreachBatch`` job keeps
+    outside Spark: its event-time watermark and its stored documents as state rows.
     """
 
     def __init__(
@@ -128,9 +140,11 @@ class ProgressPrinter(StreamingQueryListener):
         *,
         keep: int = 1000,
         results: Mapping[int, int] | None = None,
+        job: Mapping[int, JobFigures] | None = None,
     ) -> None:
         self.emit = emit
         self.results = results
+        self.job = job
         self.batches: deque[BatchProgress] = deque(maxlen=keep)
         self._changed = threading.Condition()
 
@@ -142,6 +156,13 @@ class ProgressPrinter(StreamingQueryListener):
         figures = batch_progress(json.loads(event.progress.json))
         if figures.results is None and self.results is not None:
             figures = replace(figures, results=self.results.get(figures.batch_id))
+        own = self.job.get(figures.batch_id) if self.job is not None else None
+        if own is not None:
+            figures = replace(
+                figures,
+                watermark=figures.watermark or own.watermark,
+                state_rows=figures.state_rows or own.state_rows,
+            )
         with self._changed:
             self.batches.append(figures)
             self._changed.notify_all()

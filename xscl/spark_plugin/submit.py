@@ -132,7 +132,9 @@ def run_job(args: argparse.Namespace) -> JobReport:
         feed_entries=args.feed_entries,
     )
     printer = ProgressPrinter(
-        None if args.quiet else _stderr_line, results=pipeline.results_by_batch
+        None if args.quiet else _stderr_line,
+        results=pipeline.results_by_batch,
+        job=pipeline.figures_by_batch,
     )
     spark.streams.addListener(printer)
     reader = (
