@@ -281,7 +281,7 @@ class LocalEngine:
             return []
         if witness is None:
             try:
-                witness = DocWitness.of(self.stage1.evaluate(stream, docid, ts, xml))
+                witness = DocWitness(*self.stage1.evaluate_rows(stream, docid, ts, xml))
             except Stage1Error as exc:
                 witness = exc
         if isinstance(witness, Stage1Error):

@@ -67,18 +67,18 @@ WITNESS_SCHEMA = pa.schema(
         ("bind_node2", _STRS),
     ]
 )
-#: (relation, column) read into each list column, after the key/error columns
+#: (relation of ``DocumentRows``, tuple position) written into each list column
 _LISTS = (
-    ("values", "node"),
-    ("values", "strval"),
-    ("value_nodes", "var"),
-    ("value_nodes", "node"),
-    ("matches", "var"),
-    ("matches", "node"),
-    ("bindings", "var1"),
-    ("bindings", "var2"),
-    ("bindings", "node1"),
-    ("bindings", "node2"),
+    ("values", 0),
+    ("values", 1),
+    ("value_nodes", 0),
+    ("value_nodes", 1),
+    ("matches", 0),
+    ("matches", 1),
+    ("bindings", 0),
+    ("bindings", 1),
+    ("bindings", 2),
+    ("bindings", 3),
 )
 
 #: Per Python worker: the Stage 1 of the last spec version seen.
@@ -121,7 +121,7 @@ def witness_batch(stage1: Stage1, batch: pa.RecordBatch) -> pa.RecordBatch:
         for column, value in zip(columns, (offset, stream, docid, ts, xml), strict=False):
             column.append(value)
         try:
-            witnesses = stage1.evaluate(stream, docid, ts, xml)
+            witnesses = stage1.evaluate_rows(stream, docid, ts, xml)
         except Stage1Error as exc:
             columns[5].append(exc.code)
             columns[6].append(exc.message)
@@ -130,9 +130,8 @@ def witness_batch(stage1: Stage1, batch: pa.RecordBatch) -> pa.RecordBatch:
             continue
         columns[5].append(None)
         columns[6].append(None)
-        for column, (relation, name) in zip(columns[7:], _LISTS, strict=True):
-            table = getattr(witnesses, relation)
-            column.append(table.column(name).to_pylist() if table.num_rows else [])
+        for column, (relation, position) in zip(columns[7:], _LISTS, strict=True):
+            column.append([row[position] for row in getattr(witnesses, relation)])
     arrays = [pa.array(c, f.type) for c, f in zip(columns, WITNESS_SCHEMA, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=WITNESS_SCHEMA)
 

@@ -15,6 +15,7 @@ from xscl.xpath.witness import (
     VALUE_NODES_SCHEMA,
     VALUES_SCHEMA,
     DocumentError,
+    DocumentRows,
     WitnessBatch,
     r_doc_rows,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "VALUE_NODES_SCHEMA",
     "Document",
     "DocumentError",
+    "DocumentRows",
     "ParseLimits",
     "Stage1",
     "Stage1Error",

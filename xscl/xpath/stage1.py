@@ -28,7 +28,7 @@ from xscl.xpath.errors import BAD_DEFINITION, BAD_EDGE, TOO_DEEP, Stage1Error
 from xscl.xpath.functions import check_function
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import ParseLimits, parse_document
-from xscl.xpath.witness import DocumentError, WitnessBatch, WitnessBuilder
+from xscl.xpath.witness import DocumentError, DocumentRows, WitnessBatch, WitnessBuilder
 
 #: A document to evaluate: (stream, docid, ts in microseconds UTC, XML text or bytes).
 Document = tuple[str, str, int, "bytes | str"]
@@ -285,6 +285,14 @@ class Stage1:
         builder = WitnessBuilder()
         self._evaluate_into(builder, stream, docid, ts_micros, xml)
         return builder.build()
+
+    def evaluate_rows(
+        self, stream: str, docid: str, ts_micros: int, xml: bytes | str
+    ) -> DocumentRows:
+        """Witness rows of one document as Python tuples (no Arrow); raises ``Stage1Error``."""
+        builder = WitnessBuilder()
+        self._evaluate_into(builder, stream, docid, ts_micros, xml)
+        return builder.rows()
 
     def evaluate_many(self, documents: Iterable[Document]) -> WitnessBatch:
         """Witnesses of many documents; rejected ones become ``errors``, never exceptions."""

@@ -55,7 +55,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -110,6 +110,24 @@ class DocumentError:
     ts: int
     code: str
     message: str
+
+
+class DocumentRows(NamedTuple):
+    """One document's witness rows as Python tuples (no Arrow, no document key).
+
+    What ``Stage1.evaluate_rows`` returns for a consumer that works document by
+    document in Python (the engine, the Spark executors' output): building Arrow
+    batches for one small document costs more than evaluating it.
+    """
+
+    #: ``values``: (node, strval), once per node
+    values: list[tuple[str, str]]
+    #: ``value_nodes``: (var, node)
+    value_nodes: list[tuple[int, str]]
+    #: ``matches``: (var, node)
+    matches: list[tuple[int, str]]
+    #: ``bindings``: (var1, var2, node1, node2)
+    bindings: list[tuple[int, int, str, str]]
 
 
 @dataclass(frozen=True)
@@ -302,6 +320,44 @@ class WitnessBuilder:
     @staticmethod
     def _key_columns(node_keys: list[pa.Array], runs: _Runs) -> list[pa.Array]:
         return [runs.column(column) for column in node_keys]
+
+    def rows(self) -> DocumentRows:
+        """The rows of a builder that holds ONE document, as Python tuples."""
+        node_ids = self.node_ids
+        parent_ids = element_ids(max(self.bind_parents) + 1 if self.bind_parents else 0)
+
+        def expand(refs: array[int], counts: array[int], ids: list[str]) -> list[str]:
+            return [ids[ref] for ref, count in zip(refs, counts, strict=True) for _ in range(count)]
+
+        return DocumentRows(
+            [
+                (node_ids[ref], value)
+                for ref, value in zip(self.value_refs, self.value_strs, strict=True)
+            ],
+            list(
+                zip(
+                    self.member_var,
+                    expand(self.member_refs, self.member_counts, node_ids),
+                    strict=True,
+                )
+            ),
+            list(
+                zip(
+                    self.match_var,
+                    expand(self.match_refs, self.match_counts, node_ids),
+                    strict=True,
+                )
+            ),
+            list(
+                zip(
+                    self.bind_var1,
+                    self.bind_var2,
+                    expand(self.bind_parents, self.bind_counts, parent_ids),
+                    expand(self.bind_refs, self.bind_counts, node_ids),
+                    strict=True,
+                )
+            ),
+        )
 
     def build(self) -> WitnessBatch:
         docs = pa.RecordBatch.from_arrays(
