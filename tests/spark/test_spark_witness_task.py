@@ -11,7 +11,6 @@ import pickle
 import pyarrow as pa
 
 from xscl.engine import LocalEngine
-from xscl.engine.state import DocWitness
 from xscl.lang.parser import parse_queries
 from xscl.spark_plugin.witness_task import WitnessTask, read_witness
 from xscl.xpath import Stage1Error
@@ -41,7 +40,7 @@ def test_executor_rows_read_back_as_the_local_witnesses() -> None:
     rows = out.to_pylist()
     assert [r["offset"] for r in rows] == [0, 1, 2]
     for row, (stream, docid, ts, xml) in zip(rows[:2], DOCS[:2], strict=True):
-        expected = DocWitness.of(engine.stage1.evaluate(stream, docid, ts, xml))
+        expected = engine.stage1.evaluate(stream, docid, ts, xml).rows()
         assert read_witness(row) == expected
         assert expected.values and expected.bindings
     rejected = read_witness(rows[2])

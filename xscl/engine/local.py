@@ -35,14 +35,14 @@ from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
 from xscl.engine.plans import RolePlan, role_steps
 from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
 from xscl.engine.stage1_claims import Requirement, Stage1Claims
-from xscl.engine.state import DocState, DocWitness
+from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.lang.ast import Query
 from xscl.lang.normal_form import normalize
 from xscl.lang.normal_form.model import NormalQuery, VarDef
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
-from xscl.xpath import Stage1, Stage1Error
+from xscl.xpath import DocumentRows, Stage1, Stage1Error
 
 #: document tuples whose shared record parts are remembered before the memo is reset
 _DOCS_INFO_CAPACITY = 4096
@@ -235,7 +235,7 @@ class LocalEngine:
         docid: str,
         ts: int,
         xml: str,
-        witness: DocWitness | Stage1Error | None = None,
+        witness: DocumentRows | Stage1Error | None = None,
     ) -> list[ResultRecord]:
         """One input document and every published document it causes.
 
@@ -263,7 +263,7 @@ class LocalEngine:
         ts: int,
         xml: str,
         derived: bool,
-        witness: DocWitness | Stage1Error | None = None,
+        witness: DocumentRows | Stage1Error | None = None,
     ) -> list[ResultRecord]:
         key = (stream, docid)
         if key in self.seen:
@@ -281,7 +281,7 @@ class LocalEngine:
             return []
         if witness is None:
             try:
-                witness = DocWitness(*self.stage1.evaluate_rows(stream, docid, ts, xml))
+                witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
             except Stage1Error as exc:
                 witness = exc
         if isinstance(witness, Stage1Error):

@@ -1,6 +1,7 @@
 """The join state of the local engine: R_docTS, R_doc and R_bin (thesis 6.3.1, Algorithm 2).
 
-Stage 1 hands over Arrow relations (``WitnessBatch``) per document; the engine
+Stage 1 hands over one document's witness rows (``DocumentRows``, from
+``Stage1.evaluate_rows`` or ``WitnessBatch.rows``); the engine
 keeps them as per-document hash maps, because every later access is a probe by
 (document, var pair, node): ``down[(var1, var2)][node1] -> [node2]`` and
 ``up[(var1, var2)][node2] -> [node1]`` are R_bin hashed both ways, ``values``
@@ -20,9 +21,8 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from xscl.xpath.witness import WitnessBatch
+from xscl.xpath.witness import DocumentRows, WitnessBatch
 
 
 @dataclass(eq=False)
@@ -49,11 +49,11 @@ class DocState:
         cls, stream: str, docid: str, ts: int, xml: str, seq: int, batch: WitnessBatch
     ) -> DocState:
         """Index the witness rows of one document (Algorithm 2 for that document)."""
-        return cls.from_rows(stream, docid, ts, xml, seq, DocWitness.of(batch))
+        return cls.from_rows(stream, docid, ts, xml, seq, batch.rows())
 
     @classmethod
     def from_rows(
-        cls, stream: str, docid: str, ts: int, xml: str, seq: int, witness: DocWitness
+        cls, stream: str, docid: str, ts: int, xml: str, seq: int, witness: DocumentRows
     ) -> DocState:
         """Index one document's witness rows, however they were computed."""
         doc = cls(stream, docid, ts, xml, seq)
@@ -76,40 +76,3 @@ class DocState:
             note(var2, node2)
         doc.nodes = {var: list(found) for var, found in node_sets.items()}
         return doc
-
-
-@dataclass(frozen=True)
-class DocWitness:
-    """One document's witness rows as Python tuples: R_doc, matches and R_bin.
-
-    R_doc comes as Stage 1 emits it: ``values`` holds each node's string once,
-    ``value_nodes`` the (var, node) rows of value-required variables.
-
-    What the engine stores; built from Stage 1's Arrow relations (``of``) or, in
-    the Spark job, from the list columns the executors computed.
-    """
-
-    #: (node, strval), once per node
-    values: list[tuple[str, str]]
-    #: (var, node) of value-required variables: every node is in ``values``
-    value_nodes: list[tuple[int, str]]
-    #: (var, node)
-    matches: list[tuple[int, str]]
-    #: (var1, var2, node1, node2)
-    bindings: list[tuple[int, int, str, str]]
-
-    @classmethod
-    def of(cls, batch: WitnessBatch) -> DocWitness:
-        """The rows of a one-document ``WitnessBatch``."""
-        return cls(
-            list(zip(*_columns(batch.values, ("node", "strval")), strict=True)),
-            list(zip(*_columns(batch.value_nodes, ("var", "node")), strict=True)),
-            list(zip(*_columns(batch.matches, ("var", "node")), strict=True)),
-            list(zip(*_columns(batch.bindings, ("var1", "var2", "node1", "node2")), strict=True)),
-        )
-
-
-def _columns(batch: Any, names: tuple[str, ...]) -> list[list[Any]]:
-    if batch.num_rows == 0:
-        return [[] for _ in names]
-    return [batch.column(name).to_pylist() for name in names]

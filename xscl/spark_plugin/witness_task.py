@@ -4,7 +4,7 @@
 micro-batch (see ``xscl.spark_plugin.pipeline``). It evaluates the documents of a
 partition with a ``Stage1`` rebuilt from the driver's ``Stage1Spec``
 (``Stage1.from_spec``: same var ids), so the driver's engine reads the witnesses
-as its own (``DocWitness``) and only joins. This is the parallel, CPU-heavy part
+as its own (``DocumentRows``) and only joins. This is the parallel, CPU-heavy part
 of the pipeline (parsing + the shared automaton, thesis 6.3).
 
 Where things run:
@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from xscl.xpath import Stage1, Stage1Error, Stage1Spec
+from xscl.xpath import DocumentRows, Stage1, Stage1Error, Stage1Spec
 
 #: Spark DDL of ``mapInArrow``'s output.
 WITNESS_DDL = (
@@ -137,12 +137,10 @@ def witness_batch(stage1: Stage1, batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def read_witness(row: dict[str, Any]) -> Any:
-    """The ``DocWitness`` or ``Stage1Error`` of one output row (driver)."""
-    from xscl.engine.state import DocWitness
-
+    """The ``DocumentRows`` or ``Stage1Error`` of one output row (driver)."""
     if row["error_code"] is not None:
         return Stage1Error(row["error_code"], row["error"])
-    return DocWitness(
+    return DocumentRows(
         list(zip(row["value_node"], row["value_str"], strict=True)),
         list(zip(row["member_var"], row["member_node"], strict=True)),
         list(zip(row["match_var"], row["match_node"], strict=True)),

@@ -143,6 +143,21 @@ class WitnessBatch:
     #: function predicates that failed to compile/evaluate (each counted as false)
     function_errors: int = 0
 
+    def rows(self) -> DocumentRows:
+        """The rows of a ONE-document batch as Python tuples (``Stage1.evaluate_rows``'s)."""
+
+        def columns(batch: pa.RecordBatch, names: tuple[str, ...]) -> list[Any]:
+            if batch.num_rows == 0:
+                return []
+            return list(zip(*(batch.column(n).to_pylist() for n in names), strict=True))
+
+        return DocumentRows(
+            columns(self.values, ("node", "strval")),
+            columns(self.value_nodes, ("var", "node")),
+            columns(self.matches, ("var", "node")),
+            columns(self.bindings, ("var1", "var2", "node1", "node2")),
+        )
+
     @staticmethod
     def concat(batches: Iterable[WitnessBatch]) -> WitnessBatch:
         """One batch holding the rows and errors of ``batches`` in order."""
