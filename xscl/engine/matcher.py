@@ -19,8 +19,8 @@ yields the rows Q1 and Q2 with docs (d1, d2) and nodes (0, 2, 4, 0, 2, 3) /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, cast
 
 from xscl.engine.plans import RolePlan, windows_hold
 from xscl.engine.state import DocState
@@ -40,6 +40,7 @@ def match_document(
     """Every match of ``plan``'s queries with ``new`` in block ``plan.role`` (see module doc)."""
     template = plan.template
     steps = plan.steps
+    blocks = template.blocks
     depth_count = len(steps)
     docs: list[DocState | None] = [None] * template.block_count
     nodes: list[str] = [""] * template.size
@@ -47,65 +48,75 @@ def match_document(
     reach = plan.max_window
     new_ts = new.ts
 
-    def near(doc: DocState) -> bool:
-        return reach is None or abs(doc.ts - new_ts) <= reach
-
-    def free(doc: DocState, block: int) -> bool:
-        return all(other is not doc for b, other in enumerate(docs) if b != block)
-
-    def candidates(depth: int, var: int) -> Iterable[tuple[DocState, str]]:
-        step = steps[depth]
-        kind = step.kind
-        if kind == "new_root":
-            return ((new, n) for n in new.nodes.get(var, ()))
-        if kind == "new_down":
-            anchor = step.anchor
-            found = new.down.get((var_at[anchor], var))
-            return ((new, n) for n in found.get(nodes[anchor], ())) if found else ()
-        if kind in ("up", "down"):
-            anchor = step.anchor
-            doc = docs[step.block]
-            assert doc is not None
-            if kind == "up":
-                index = doc.up.get((var, var_at[anchor]))
-            else:
-                index = doc.down.get((var_at[anchor], var))
-            return ((doc, n) for n in index.get(nodes[anchor], ())) if index else ()
-        if kind == "value":
-            anchor = step.anchor
-            anchor_doc = docs[template.blocks[anchor]]
-            assert anchor_doc is not None
-            value = anchor_doc.values.get(nodes[anchor], "")
-            if not value:
-                return ()
-            entries = slice_of(value).get(var, ())
-            return ((d, n) for d, n in entries if near(d) and free(d, step.block))
-        return (  # scan
-            (d, n)
-            for d in stored()
-            if near(d) and free(d, step.block)
-            for n in d.nodes.get(var, ())
-        )
-
-    def values_agree(depth: int, doc: DocState, node: str) -> bool:
-        checks = steps[depth].checks
-        if not checks:
-            return True
+    def values_agree(checks: tuple[int, ...], meta: int, doc: DocState, node: str) -> bool:
         value = doc.values.get(node, "")
         if not value:
             return False
         for other in checks:
-            if other == steps[depth].meta:
+            if other == meta:
                 continue
-            other_doc = docs[template.blocks[other]]
+            other_doc = docs[blocks[other]]
             assert other_doc is not None
             if other_doc.values.get(nodes[other], "") != value:
                 return False
         return True
 
+    def placements(depth: int, trie: dict[int, Any]) -> Iterator[tuple[Any, DocState, str]]:
+        """(trie child, document, node) for every way to place step ``depth``'s meta-variable.
+
+        Only var ids both the trie and the probed index have are tried; the probe
+        that does not depend on the var id (a view-cache slice) is made once.
+        """
+        step = steps[depth]
+        kind = step.kind
+        meta = step.meta
+        if kind == "new_root":
+            yield from _joint(trie, new.nodes, var_at, meta, new)
+            return
+        if kind == "value":
+            anchor = step.anchor
+            anchor_doc = docs[blocks[anchor]]
+            assert anchor_doc is not None
+            value = anchor_doc.values.get(nodes[anchor], "")
+            if not value:
+                return
+            part = slice_of(value)
+            for var, sub in _common(trie, part):
+                var_at[meta] = var
+                for doc, node in part[var]:
+                    if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
+                        yield sub, doc, node
+            return
+        if kind == "scan":
+            for doc in stored():
+                if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
+                    yield from _joint(trie, doc.nodes, var_at, meta, doc)
+            return
+        anchor = step.anchor
+        anchor_var = var_at[anchor]
+        anchor_node = nodes[anchor]
+        placed = new if kind == "new_down" else docs[step.block]
+        assert placed is not None
+        if kind == "up":
+            up = placed.up
+            for var, sub in trie.items():
+                index = up.get((var, anchor_var))
+                if index:
+                    var_at[meta] = var
+                    for node in index.get(anchor_node, ()):
+                        yield sub, placed, node
+            return
+        down = placed.down
+        for var, sub in trie.items():
+            index = down.get((anchor_var, var))
+            if index:
+                var_at[meta] = var
+                for node in index.get(anchor_node, ()):
+                    yield sub, placed, node
+
     def walk(depth: int, trie: dict[int, Any]) -> Iterator[Match]:
         if depth == depth_count:
-            block_docs = tuple(d for d in docs if d is not None)
+            block_docs = cast(tuple[DocState, ...], tuple(docs))  # every block is placed
             ts = [d.ts for d in block_docs]
             rows: Iterable[QueryRow] = trie.values()
             for row in rows:
@@ -113,19 +124,45 @@ def match_document(
                     yield row, block_docs, tuple(nodes)
             return
         step = steps[depth]
-        meta, block = step.meta, step.block
+        meta, block, checks = step.meta, step.block, step.checks
         first_in_block = step.kind in ("new_root", "value", "scan")
-        for var, sub in trie.items():
-            var_at[meta] = var
-            for doc, node in candidates(depth, var):
-                if not values_agree(depth, doc, node):
-                    continue
-                nodes[meta] = node
-                if first_in_block:
-                    docs[block] = doc
-                yield from walk(depth + 1, sub)
+        for sub, doc, node in placements(depth, trie):
+            if checks and not values_agree(checks, meta, doc, node):
+                continue
+            nodes[meta] = node
             if first_in_block:
+                docs[block] = doc
+                yield from walk(depth + 1, sub)
                 docs[block] = None
+            else:
+                yield from walk(depth + 1, sub)
 
     docs[plan.role] = new
     yield from walk(0, plan.trie)
+
+
+def _common(trie: dict[int, Any], index: Mapping[int, Any]) -> Iterator[tuple[int, Any]]:
+    """(var, trie child) for the var ids both ``trie`` and ``index`` have (smaller side looped)."""
+    if len(index) < len(trie):
+        for var in index:
+            sub = trie.get(var)
+            if sub is not None:
+                yield var, sub
+    else:
+        for var, sub in trie.items():
+            if var in index:
+                yield var, sub
+
+
+def _joint(
+    trie: dict[int, Any],
+    bound: Mapping[int, list[str]],
+    var_at: list[int],
+    meta: int,
+    doc: DocState,
+) -> Iterator[tuple[Any, DocState, str]]:
+    """Placements of ``meta`` at every node ``doc`` binds to a var id the trie allows."""
+    for var, sub in _common(trie, bound):
+        var_at[meta] = var
+        for node in bound[var]:
+            yield sub, doc, node

@@ -165,7 +165,7 @@ def _select_all_xml(
     serialisation (None when that node is not an element): the embeddings are
     walked once per distinct key, not once per result.
     """
-    body = plan.tag
+    parts = [plan.tag]
     for key, tree in zip(plan.blocks, info.trees, strict=True):
         cache_key = (key.prefix, tuple([nodes[m] for _, m in key.fixed]))
         part = tree.first_parts.get(cache_key, _MISSING)
@@ -175,8 +175,9 @@ def _select_all_xml(
             tree.first_parts[cache_key] = part
         if part is None:
             return None
-        body += part
-    return body + "</result>"
+        parts.append(part)
+    parts.append("</result>")
+    return "".join(parts)  # one copy of the (often large) element texts, not one per block
 
 
 _MISSING: str = "\x00missing"
