@@ -35,15 +35,20 @@ def write_synced(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
-def write_atomically(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` so readers see the old or the new file, never a mix."""
+def write_atomically(target: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Replace ``target`` with ``data`` so readers see the old or the new file, never a mix.
+
+    ``sync_dir=False`` leaves the folder's fsync to the caller: one ``fsync_dir``
+    after replacing many files of one folder makes all the renames durable.
+    """
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     try:
         write_synced(temporary, data)
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
 def create_exclusively(target: Path, data: bytes) -> bool:

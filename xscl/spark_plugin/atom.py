@@ -30,7 +30,7 @@ from typing import Any
 from lxml import etree
 
 from xscl.connectors.document import format_ts, parse_ts
-from xscl.connectors.durable import write_atomically
+from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.spark_plugin.results_sink import read_results
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
@@ -144,12 +144,14 @@ class AtomFeedWriter:
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any], end_micros: int | None = None) -> None:
         """Buffer one result record; only each query's newest ``max_entries`` stay.
 
         A feed shows no more than that, so the buffer does not grow with a batch.
+        ``end_micros`` (the result's end time) spares parsing it back from the record.
         """
-        key = (result_end_micros(record), f"urn:xscl:result:{record['result_id']}")
+        end = result_end_micros(record) if end_micros is None else end_micros
+        key = (end, f"urn:xscl:result:{record['result_id']}")
         kept = self._newest[str(record["query"])]
         if len(kept) < self.max_entries:
             heapq.heappush(kept, (key, record))
@@ -169,8 +171,10 @@ class AtomFeedWriter:
             for _key, record in kept:
                 entry = entry_of(record)
                 merged[entry.entry_id] = entry
-            write_atomically(path, render_feed(query_id, merged.values(), self.max_entries))
+            rendered = render_feed(query_id, merged.values(), self.max_entries)
+            write_atomically(path, rendered, sync_dir=False)
             written[query_id] = min(len(merged), self.max_entries)
+        fsync_dir(self.directory)  # every feed's rename at once
         return written
 
     def update(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:

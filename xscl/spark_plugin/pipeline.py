@@ -211,7 +211,7 @@ class EnginePipeline:
                 for result in produced:  # streamed out: a batch's results are not held
                     record = result.to_json_dict()
                     staged.write(record)
-                    self.feeds.add(record)
+                    self.feeds.add(record, result.end_micros)
                 for rejected in engine.stats.rejections[before:]:
                     dead.append(
                         {
