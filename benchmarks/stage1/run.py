@@ -9,8 +9,11 @@ attribute names and root-to-node paths that occur in those items: ``/`` and
 ``//`` paths of depth 1-4, some ``*``, some attribute tests, ~10% with literal
 predicates.  Two workloads per size: ``all-values`` (every definition's value
 is required: the worst case) and ``mix`` (~20% join variables with values and
-pattern edges, ~10% node outputs).  Prints one table with documents/second
-(medians over repetitions) and the ratios the targets are stated in.
+pattern edges, ~10% node outputs).  Parse-only, ``Stage1.evaluate_rows`` (the
+production path) and ``Stage1.evaluate_many`` (Arrow) run interleaved on the
+same chunks of documents (:func:`paired_rounds`), and the ratio to parse-only
+is the median of the per-round ratios, which holds on a shared, noisy machine.
+Prints one table.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-import pyarrow.compute as pc
 from lxml import etree
 
 from xscl.lang.ast import (
@@ -192,22 +194,60 @@ def parse_only(docs: Sequence[bytes]) -> int:
     return len(docs)
 
 
-def stage1_run(stage: Stage1, docs: Sequence[bytes], chunk: int = 512) -> tuple[int, int]:
-    """Witness rows (all relations but ``docs``) and bytes of string values emitted."""
+def stage1_rows(stage: Stage1, docs: Sequence[bytes], offset: int = 0) -> int:
+    """``Stage1.evaluate_rows`` per document (the engine's and the executors' path)."""
+    evaluate = stage.evaluate_rows
+    for i, xml in enumerate(docs, offset):
+        evaluate("S", str(i), i, xml)
+    return len(docs)
+
+
+def stage1_arrow(stage: Stage1, docs: Sequence[bytes], offset: int = 0) -> int:
+    """``Stage1.evaluate_many`` on ``docs`` as one batch (the Arrow path)."""
+    batch = stage.evaluate_many(("S", str(i), i, x) for i, x in enumerate(docs, offset))
+    assert not batch.errors
+    return len(docs)
+
+
+def output_size(stage: Stage1, docs: Sequence[bytes]) -> tuple[int, int]:
+    """Witness rows (all relations but ``docs``) and UTF-8 bytes of the string values."""
     rows = 0
     value_bytes = 0
-    for start in range(0, len(docs), chunk):
-        part = docs[start : start + chunk]
-        batch = stage.evaluate_many(("S", str(i), i, x) for i, x in enumerate(part, start))
-        rows += (
-            batch.values.num_rows
-            + batch.value_nodes.num_rows
-            + batch.bindings.num_rows
-            + batch.matches.num_rows
-        )
-        value_bytes += pc.sum(pc.binary_length(batch.values.column("strval"))).as_py() or 0
-        assert not batch.errors
+    for i, xml in enumerate(docs):
+        found = stage.evaluate_rows("S", str(i), i, xml)
+        rows += len(found.values) + len(found.value_nodes) + len(found.matches)
+        rows += len(found.bindings)
+        value_bytes += sum(len(strval.encode()) for _, strval in found.values)
     return rows, value_bytes
+
+
+#: documents per interleaved chunk (see ``paired_rounds``)
+CHUNK = 128
+
+
+def paired_rounds(
+    runs: Sequence[Callable[[Sequence[bytes], int], int]], docs: Sequence[bytes], rounds: int
+) -> list[list[float]]:
+    """CPU seconds per round of each of ``runs`` over all ``docs``, interleaved per chunk.
+
+    Each round goes over the documents in chunks of ``CHUNK``; every chunk is
+    given to each run in turn, the order rotating from chunk to chunk (so no
+    run always comes first, with cold caches, or last).  The runs of one round
+    thus see the same documents under the same load, a few milliseconds
+    apart: on a shared machine their ratio holds where separate passes
+    (seconds apart) do not.  Returns ``times[run][round]``.
+    """
+    times = [[0.0] * rounds for _ in runs]
+    clock = time.process_time
+    order = list(range(len(runs)))
+    for r in range(rounds):
+        for k, start in enumerate(range(0, len(docs), CHUNK)):
+            chunk = docs[start : start + CHUNK]
+            for j in order[k % len(order) :] + order[: k % len(order)]:
+                t0 = clock()
+                runs[j](chunk, start)
+                times[j][r] += clock() - t0
+    return times
 
 
 def register_workload(stage: Stage1, defs: Sequence[VarDef], workload: str, seed: int = 5) -> int:
@@ -274,14 +314,16 @@ def baseline_rate(defs: list[VarDef], sample: Sequence[bytes], reps: int) -> tup
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1/4 of the items, up to 10k definitions")
-    ap.add_argument("--reps", type=int, default=3, help="repetitions per measurement (>= 3)")
+    ap.add_argument(
+        "--reps", type=int, default=5, help="interleaved rounds per workload (>= 3; default 5)"
+    )
     ap.add_argument("--sizes", type=str, default=None, help="comma-separated definition counts")
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"shared data not found at {args.data}", file=sys.stderr)
         return 2
-    reps = args.reps
+    reps = max(args.reps, 3)
     items = load_items(args.data)
     vocab = Vocabulary(items)
     docs = items[::4] if args.quick else items
@@ -293,54 +335,72 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"documents: {len(docs)} feed items ({sum(map(len, docs)) / len(docs):.0f} bytes avg), "
         f"{len(vocab.names)} element names, {len(vocab.paths)} distinct paths; "
-        f"reps={reps}; docs per CPU-second (process_time), medians"
+        f"{reps} interleaved rounds in chunks of {CHUNK}; docs per CPU-second (process_time)"
     )
     header = (
-        f"{'defs':>7} | {'workload':>10} | {'register s':>10} | {'stage1 cold':>11} | "
-        f"{'stage1 warm':>11} | {'rows/doc':>8} | {'val KB/doc':>10} | {'(a) per-def XPath':>17} | "
-        f"{'(a) docs':>8} | {'(b) parse':>9} | {'vs (a)':>7} | {'vs (b)':>6}"
+        f"{'defs':>7} | {'workload':>10} | {'register s':>10} | {'cold':>5} | {'rows':>5} | "
+        f"{'arrow':>5} | {'rows/doc':>8} | {'val KB/doc':>10} | {'(a) per-def XPath':>17} | "
+        f"{'(a) docs':>8} | {'(b) parse':>9} | {'vs (a)':>6} | {'vs (b)':>6} | "
+        f"{'rounds':>11} | {'arrow vs (b)':>12}"
     )
     print(header)
     print("-" * len(header))
     for size in sizes:
         defs = generate(vocab, size)
         sample = rng.sample(docs, min(baseline_docs.get(size, 4), len(docs)))
-        base_rate, note = baseline_rate(defs, sample, reps)
+        base_rate, note = baseline_rate(defs, sample, 3)
         for workload in ("all-values", "mix"):
             stage = Stage1()
             t0 = time.process_time()
             registered = register_workload(stage, defs, workload)
             register_s = time.process_time() - t0
-            run_stage: Callable[[], tuple[int, int]] = partial(stage1_run, stage, docs)
-            cold_times, _ = timed(run_stage, 1)  # empty DFA cache
-            warm_times, (rows, value_bytes) = timed(run_stage, reps)
-            parse_times, _ = timed(lambda: parse_only(docs), max(reps, 5))
-            parse_rate = len(docs) / statistics.median(parse_times)
-            stage_rate = len(docs) / statistics.median(warm_times)
-            cold_rate = len(docs) / cold_times[0]
+            t0 = time.process_time()
+            stage1_rows(stage, docs)  # empty lazy-DFA cache
+            cold_rate = len(docs) / (time.process_time() - t0)
+            parse_t, rows_t, arrow_t = paired_rounds(
+                [
+                    lambda chunk, _: parse_only(chunk),
+                    partial(stage1_rows, stage),
+                    partial(stage1_arrow, stage),
+                ],
+                docs,
+                reps,
+            )
+            ratios = [s / p for s, p in zip(rows_t, parse_t, strict=True)]
+            arrow_ratios = [s / p for s, p in zip(arrow_t, parse_t, strict=True)]
+            rows, value_bytes = output_size(stage, docs)
+            stage_rate = len(docs) / statistics.median(rows_t)
             label = f"{base_rate:.1f}" + (f" ({note})" if note else "")
+            spread = f"{min(ratios):.1f}-{max(ratios):.1f}x"
             print(
-                f"{registered:>7} | {workload:>10} | {register_s:>10.2f} | {cold_rate:>11.0f} | "
-                f"{stage_rate:>11.0f} | {rows / len(docs):>8.1f} | "
-                f"{value_bytes / len(docs) / 1000:>10.1f} | {label:>17} | "
-                f"{len(sample):>8} | {parse_rate:>9.0f} | {stage_rate / base_rate:>6.0f}x | "
-                f"{parse_rate / stage_rate:>5.1f}x"
+                f"{registered:>7} | {workload:>10} | {register_s:>10.2f} | {cold_rate:>5.0f} | "
+                f"{stage_rate:>5.0f} | {len(docs) / statistics.median(arrow_t):>5.0f} | "
+                f"{rows / len(docs):>8.1f} | {value_bytes / len(docs) / 1000:>10.1f} | "
+                f"{label:>17} | {len(sample):>8} | "
+                f"{len(docs) / statistics.median(parse_t):>9.0f} | "
+                f"{stage_rate / base_rate:>5.0f}x | {statistics.median(ratios):>5.2f}x | "
+                f"{spread:>11} | {statistics.median(arrow_ratios):>11.2f}x"
             )
             sys.stdout.flush()
     print(
-        "stage1 = Stage1.evaluate_many in chunks of 512 documents (safe parse + one walk + "
-        "Arrow batches); cold = first pass after registration (empty lazy-DFA cache), warm = "
-        "median of the next passes; rows/doc = values + value_nodes + bindings + matches "
-        "rows; val KB/doc = bytes of string values (strval, once per node) per document; "
+        "cold = Stage1.evaluate_rows over all documents right after registration (empty "
+        "lazy-DFA cache); rows = Stage1.evaluate_rows per document (the engine's and the "
+        "Spark executors' path: Python tuples), arrow = Stage1.evaluate_many per chunk "
+        "(Arrow batches), (b) parse = safe parse only: these three run interleaved on the "
+        f"same chunks of {CHUNK} documents (order rotating per chunk), {reps} rounds over all "
+        "documents; their docs/s are medians over the rounds; vs (b) = median over the "
+        "rounds of (rows CPU time / parse CPU time) of the same round, rounds = its min-max, "
+        "arrow vs (b) the same for arrow. rows/doc = values + value_nodes + matches + "
+        "bindings rows; val KB/doc = UTF-8 bytes of the string values (once per node); "
         "workload all-values = every definition's value required (worst case), mix = 20% join "
         "variables (value + pair with their ancestor variable, which adds definitions: defs "
         "counts them) and 10% node outputs; (a) = safe parse + one compiled etree.XPath per "
-        "definition per document + string values, on a random sample of '(a) docs' documents "
-        "(the generated definitions before ancestors are added; 'est.' = run on a random "
-        "sample of the definitions and scaled by the sampled fraction); (b) = safe parse only, "
-        "measured next to each row; vs (a) = warm / (a); vs (b) = (b) / warm. All times are "
-        "CPU seconds of this process (time.process_time), so that other load on a shared "
-        "machine does not distort the rates; wall-clock rates are lower by the load factor."
+        "definition per document + string values, on a random sample of '(a) docs' documents, "
+        "median of 3 (the generated definitions before ancestors are added; 'est.' = run on a "
+        "random sample of the definitions and scaled by the sampled fraction); vs (a) = rows / "
+        "(a). All times are CPU seconds of this process (time.process_time), so that other "
+        "load on a shared machine distorts the rates less; wall-clock rates are lower by the "
+        "load factor."
     )
     return 0
 

@@ -30,7 +30,7 @@ from xscl.lang.ast import (
     StringLiteral,
 )
 from xscl.lang.normal_form.model import VarDef
-from xscl.xpath import Stage1, r_doc_rows
+from xscl.xpath import Stage1, document_run, r_doc_rows
 
 PER_FILE = 1
 ITEMS = "//*[local-name()='item' or local-name()='entry']"
@@ -151,3 +151,29 @@ def test_feed_items_equal_oracle(shared_data: Path, oracle_class: Any) -> None:
             expected_pairs = oracle.pairs(parent, child)
             assert got_pairs.get((str(i), ids[parent], ids[child]), set()) == expected_pairs
     assert matched > 10 * len(items)  # the workload really selects nodes
+
+
+def test_feed_items_rows_equal_arrow_rows(shared_data: Path) -> None:
+    """``evaluate_rows`` (the engine's path, with its per-node row caches warm from the
+    second pass on) gives exactly the rows of ``evaluate`` on every item, twice."""
+    _, items = _items(shared_data)
+    defs, edges = _definitions(items)
+    stage = Stage1()
+    ids = {d: stage.register(d) for d in defs}
+    for number, var in enumerate(sorted(set(ids.values()))):
+        if number % 3:
+            stage.require_value(var)
+        if number % 2:
+            stage.require_nodes(var)
+    for parent, child in edges:
+        stage.require_pair(ids[parent], ids[child])
+    rows = 0
+    for _ in range(2):
+        for i, xml in enumerate(items):
+            got = stage.evaluate_rows("S", str(i), i, xml)
+            assert got == stage.evaluate("S", str(i), i, xml).rows(), i
+            rows += sum(map(len, got))
+    assert rows > 10 * len(items)
+    # the placeholders a walk binds for the other mode are never written to
+    assert not any(document_run._UNUSED_BUILDER.mark())
+    assert not any(document_run._UNUSED_ROWS)

@@ -229,6 +229,8 @@ def check_document(
         got = pairs.get((ids[parent], ids[child]), set())
         assert got == oracle.pairs(parent, child), (parent, child)
     assert _rows(batch, "docs") == [{"stream": "S", "docid": "d", "ts": 7}]
+    # the engine's path (tuples appended by the walk itself) gives exactly these rows
+    assert stage.evaluate_rows("S", "d", 7, xml) == batch.rows()
 
 
 @SETTINGS

@@ -44,7 +44,6 @@ that technology, after YFilter (Diao et al., 2003):
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from xscl.lang.ast import (
     Predicate,
     Step,
 )
-from xscl.xpath.emission import Emission, merge_emissions
+from xscl.xpath.emission import Emission, FixedPairs, merge_emissions
 from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.nodes import local_name, split_name
 from xscl.xpath.predicates import (
@@ -74,12 +73,13 @@ from xscl.xpath.strings import parse_number
 
 StepKey = tuple[Axis, NodeTest, tuple[Predicate, ...]]
 
-#: How to emit the edges ending at one node: (levels up to the parent element,
-#: parent var ids, child var ids) per parent (see ``DocumentRun._bind``)
-BindPlan = tuple[tuple[int, "array[int]", "array[int]"], ...]
+#: How to emit the edges ending at one node: per parent element, its levels up
+#: from the owner (``FixedPairs.distance``) and the edges' var ids (see
+#: ``DocumentRun._bind``)
+BindPlan = tuple[FixedPairs, ...]
 
-#: Bound on the interned state paths and bind plans (cleared at a document start).
-MAX_PATH_KEYS = 100_000
+#: Bound on the cached bind plans (cleared at a document start).
+MAX_BIND_PLANS = 100_000
 
 #: Bound on each predicate group's memo of position codes (cleared when full).
 _MEMO_LIMIT = 4096
@@ -215,13 +215,14 @@ class _PathGroup:
 
     __slots__ = (
         "_indexed",
-        "_memo",
         "_number_keys",
         "_string_keys",
         "compiled",
         "exists",
         "members",
+        "memo",
         "numbers",
+        "string_keys",
         "strings",
     )
 
@@ -234,7 +235,12 @@ class _PathGroup:
         self.numbers: LiteralIndex[TrieNode] | None = None
         self._string_keys: list[str] = []
         self._number_keys: list[Decimal] = []
-        self._memo: dict[object, frozenset[TrieNode]] = {}
+        self.memo: dict[object, frozenset[TrieNode]] = {}
+        #: once indexed, when the literals are all strings: their sorted distinct
+        #: values, for callers that inline ``passed_one``: a value's result is
+        #: ``memo[2p + (keys[p] == value)]`` for ``p = bisect_left(keys, value)``
+        #: when present (``passed_one`` fills it)
+        self.string_keys: list[str] | None = None
 
     def _index(self) -> None:
         strings: list[tuple[str, object, TrieNode]] = []
@@ -251,6 +257,8 @@ class _PathGroup:
         self.numbers = LiteralIndex(numbers) if numbers else None
         self._string_keys = sorted({cast("str", v) for _, v, _ in strings})
         self._number_keys = sorted({cast("Decimal", v) for _, v, _ in numbers})
+        if self._string_keys and not self._number_keys:
+            self.string_keys = self._string_keys
         self._indexed = True
 
     def _code(self, value: str) -> int:
@@ -294,13 +302,13 @@ class _PathGroup:
             code = 2 * p + (p < len(keys) and keys[p] == value)
         else:
             code = self._code(value)
-        found = self._memo.get(code)
+        found = self.memo.get(code)
         if found is None:
             found = self._lookup(code, [value])
         return found
 
     def _lookup(self, key: object, values: list[str]) -> frozenset[TrieNode]:
-        found = self._memo.get(key)
+        found = self.memo.get(key)
         if found is None:
             out: list[TrieNode] = list(self.exists)
             if self.strings is not None:
@@ -309,9 +317,9 @@ class _PathGroup:
                 numbers = [n for n in map(parse_number, values) if n is not None]
                 if numbers:
                     self.numbers.collect(numbers, out)
-            if len(self._memo) >= _MEMO_LIMIT:
-                self._memo.clear()
-            found = self._memo[key] = frozenset(out)
+            if len(self.memo) >= _MEMO_LIMIT:
+                self.memo.clear()
+            found = self.memo[key] = frozenset(out)
         return found
 
 
@@ -377,13 +385,15 @@ class PredicatedTransition:
     running the general ``Automaton.step``.
     """
 
-    __slots__ = ("base", "by_passed", "checks", "leaf_group")
+    __slots__ = ("base", "by_parts", "by_passed", "checks", "leaf_group")
 
     def __init__(self, base: frozenset[TrieNode], checks: _CandidateChecks) -> None:
         self.base = base
         self.checks = checks
         #: candidates that passed -> target state (from this transition's source state)
         self.by_passed: dict[frozenset[TrieNode], State] = {}
+        #: the same keyed by the per-group results, before their union (see ``Automaton.step``)
+        self.by_parts: dict[tuple[frozenset[TrieNode], ...], State] = {}
         #: the one own-value group deciding a leaf element's target (None: use ``step``)
         self.leaf_group: _PathGroup | None = (
             checks.self_groups[0]
@@ -414,12 +424,9 @@ class Automaton:
         self._desc_sources: frozenset[TrieNode] = frozenset()
         #: trie nodes that can lead to a row (see _prepare_run)
         self._live: frozenset[TrieNode] = frozenset()
-        #: some needed emission has an edge whose parent needs a search
-        self.searched_pairs = False
-        #: (parent's path key, state) -> path key: interned paths of DFA states
-        self.path_keys: dict[tuple[int, State], int] = {}
-        #: (id(emission), path key, is element) -> (emission, plan), see BindPlan
-        self.bind_plans: dict[tuple[int, int, bool], tuple[Emission, BindPlan]] = {}
+        #: (id(emission), is element, DFA states from the root to the owner...)
+        #: -> (emission, plan), see BindPlan and ``DocumentRun._searched_plan``
+        self.bind_plans: dict[tuple[object, ...], tuple[Emission, BindPlan]] = {}
         self.nodes: dict[int, TrieNode] = {0: self.root}
 
     # ------------------------------------------------------------------ trie
@@ -499,7 +506,6 @@ class Automaton:
         self._groups = {}
         self._checks = {}
         self._start = None
-        self.path_keys = {}
         self.bind_plans = {}
 
     @property
@@ -509,14 +515,12 @@ class Automaton:
     # ------------------------------------------------------------------- DFA
     def start(self) -> State:
         """The state of the document node."""
-        if len(self.path_keys) > MAX_PATH_KEYS or len(self.bind_plans) > MAX_PATH_KEYS:
-            self.path_keys = {}
+        if len(self.bind_plans) > MAX_BIND_PLANS:
             self.bind_plans = {}
         if self._start is None or len(self._states) > MAX_STATES:
             self._states = {}
             self._groups = {}
             self._checks = {}
-            self.path_keys = {}
             self.bind_plans = {}
             self._prepare_run()
             root_set = frozenset((self.root,))
@@ -532,10 +536,7 @@ class Automaton:
         """
         emission_of = self._emission_of
         live: set[TrieNode] = {self.root}
-        self.searched_pairs = False
         for node in self.nodes.values():
-            if node.var_ids and emission_of(node).searched_pairs:
-                self.searched_pairs = True
             if node.var_ids and emission_of(node).needed:
                 current: TrieNode | None = node
                 while current is not None and current not in live:
@@ -604,10 +605,22 @@ class Automaton:
             return cached
         checks = cached.checks
         passed: list[frozenset[TrieNode]] = []
+        if checks.self_groups:
+            # first: the root's value tells whether the document's text is all NFC
+            # (``PredicateEvaluator.element_value``), which spares the children's
+            value = evaluator.strings.get(element)
+            if value is None:
+                value = evaluator.element_value(element)
+            for own in checks.self_groups:
+                hits = own.passed_one(value)
+                if hits:
+                    passed.append(hits)
         if checks.by_child_name and len(element):
+            # Comparisons are existential, so a group's members that hold for a
+            # child name's several values are the union of those holding for
+            # each value: every child is looked up on its own.
             by_tag = checks.by_child_tag
             strings = evaluator.strings
-            found: dict[_PathGroup, list[str]] | None = None
             for child in element:
                 child_tag = child.tag
                 group = by_tag.get(child_tag, _UNSEEN)
@@ -622,23 +635,13 @@ class Automaton:
                 value = strings.get(child)
                 if value is None:
                     value = evaluator.element_value(child)
-                if found is None:
-                    found = {group: [value]}
-                elif group in found:
-                    found[group].append(value)
-                else:
-                    found[group] = [value]
-            if found is not None:
-                for group, values in found.items():
-                    hits = group.passed_one(values[0]) if len(values) == 1 else group.passed(values)
-                    if hits:
-                        passed.append(hits)
-        if checks.self_groups:
-            value = evaluator.strings.get(element)
-            if value is None:
-                value = evaluator.element_value(element)
-            for group in checks.self_groups:
-                hits = group.passed_one(value)
+                keys = group.string_keys
+                if keys is None:
+                    hits = group.passed_one(value)
+                else:  # group.passed_one, inlined: hot
+                    p = bisect_left(keys, value)
+                    found = group.memo.get(2 * p + (p < len(keys) and keys[p] == value))
+                    hits = group.passed_one(value) if found is None else found
                 if hits:
                     passed.append(hits)
         for group in checks.groups:
@@ -655,11 +658,20 @@ class Automaton:
             ]
             if held:
                 passed.append(frozenset(held))
-        key = _NOTHING if not passed else passed[0] if len(passed) == 1 else _union(passed)
-        target = cached.by_passed.get(key)
+        # The groups' results are interned by their memos (hashes cached), so the
+        # tuple of them is a cheap key; their union (often hundreds of trie nodes
+        # from ``>=``/``<`` literals) is only built and hashed on a miss.
+        parts = tuple(passed)
+        target = cached.by_parts.get(parts)
         if target is None:
-            target = self._intern(cached.base | key, state.anc)
-            cached.by_passed[key] = target
+            key = _NOTHING if not passed else passed[0] if len(passed) == 1 else _union(passed)
+            target = cached.by_passed.get(key)
+            if target is None:
+                target = self._intern(cached.base | key, state.anc)
+                cached.by_passed[key] = target
+            if len(cached.by_parts) >= _MEMO_LIMIT:
+                cached.by_parts.clear()
+            cached.by_parts[parts] = target
         return target
 
     def target(

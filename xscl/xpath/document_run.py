@@ -9,18 +9,22 @@ precomputed :class:`~xscl.xpath.emission.Emission` says which var ids
 need a value, a node or a pair row: the element's string value is computed
 at most once (shared by every var and memoised with the predicates'), its
 node id is an interned string stored once in the builder's node table, and
-rows are appended column-wise as ints.
+rows are appended column-wise as ints.  For ``Stage1.evaluate_rows`` the
+same walk appends Python tuples straight to a :class:`DocumentRows` instead
+(``rows`` mode): each emission caches its rows per node id, and documents
+repeat their node ids, so a warm element's hundreds of ``value_nodes`` rows
+are one ``list.extend`` of shared tuples.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from bisect import bisect_left
 from unicodedata import normalize as nfc
 
 from lxml import etree
 
 from xscl.xpath.automaton import Automaton, BindPlan, State
-from xscl.xpath.emission import Emission, PairSpec, int_array
+from xscl.xpath.emission import Emission, FixedPairs, PairSpec, int_array
 from xscl.xpath.errors import TOO_DEEP, Stage1Error
 from xscl.xpath.nodes import (
     AttributeNode,
@@ -31,9 +35,13 @@ from xscl.xpath.nodes import (
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import entity_error
 from xscl.xpath.strings import XML_WHITESPACE, normalize
-from xscl.xpath.witness import WitnessBuilder, element_ids
+from xscl.xpath.witness import DocumentRows, WitnessBuilder, element_ids
 
 _ENTITY = etree.Entity
+
+#: Never written to: the columns (rows) a walk in rows (columns) mode binds but never uses.
+_UNUSED_BUILDER = WitnessBuilder()
+_UNUSED_ROWS = DocumentRows([], [], [], [])
 
 
 def walk_checks_only(root: etree._Element, max_depth: int) -> None:
@@ -50,24 +58,42 @@ def walk_checks_only(root: etree._Element, max_depth: int) -> None:
 
 
 class DocumentRun:
-    """One document: walk, states per element, rows into a :class:`WitnessBuilder`."""
+    """One document: walk, states per element, rows into a :class:`WitnessBuilder`
+    (Arrow path) or straight into a :class:`DocumentRows` (``Stage1.evaluate_rows``)."""
 
-    __slots__ = ("automaton", "builder", "evaluator", "parents", "path", "path_keys", "states")
+    __slots__ = (
+        "automaton",
+        "builder",
+        "evaluator",
+        "ids",
+        "parents",
+        "path",
+        "rows",
+        "states",
+    )
 
     def __init__(
-        self, automaton: Automaton, evaluator: PredicateEvaluator, builder: WitnessBuilder
+        self,
+        automaton: Automaton,
+        evaluator: PredicateEvaluator,
+        sink: WitnessBuilder | DocumentRows,
     ) -> None:
+        """``sink``: Arrow-ready columns (``WitnessBuilder``) or one document's tuples."""
         self.automaton = automaton
         self.evaluator = evaluator
-        self.builder = builder
+        #: the interned element ids (one shared list, grown in place by ``element_ids``)
+        self.ids = element_ids(1024)
+        if isinstance(sink, DocumentRows):
+            self.rows: DocumentRows | None = sink
+            self.builder = _UNUSED_BUILDER
+        else:
+            self.rows = None
+            self.builder = sink
         #: per element (pre-order index): its DFA state and its parent's index
         self.states: list[State] = []
         self.parents: list[int] = []
         #: pre-order indices of the elements from the root to the current one
         self.path: list[int] = []
-        #: per element: the interned path of DFA states from the root to it
-        #: (only when some edge needs a parent search, see ``_bind``)
-        self.path_keys: list[int] = []
 
     def walk(self, root: etree._Element, max_depth: int) -> None:
         """Visit every element once; raises for entity references and excess depth."""
@@ -91,12 +117,15 @@ class DocumentRun:
             builder.match_counts,
         )
         states, parents = self.states, self.parents
+        rows = self.rows
+        value_rows, value_node_rows, match_rows, bind_rows = _UNUSED_ROWS if rows is None else rows
+        attributes = self._attributes if rows is None else self._attributes_rows
+        texts = self._texts if rows is None else self._texts_rows
         #: pre-order indices of the open elements, root first (the current path)
         path = self.path
         start = automaton.start()
-        path_keys = self.path_keys if automaton.searched_pairs else None
-        key_of = automaton.path_keys
-        ids = element_ids(1024)
+        bind_plans = automaton.bind_plans
+        ids = self.ids
         index = 0
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "end":
@@ -123,10 +152,17 @@ class DocumentRun:
                 if value is None:
                     # a leaf's string value is its text (element_value, inlined: hot)
                     value = element.text or ""
-                    if not value.isascii():
+                    if not value.isascii() and not evaluator.nfc_text:
                         value = nfc("NFC", value)
                     value = strings[element] = value.strip(XML_WHITESPACE)
-                passed = transition.leaf_group.passed_one(value)
+                leaf_group = transition.leaf_group
+                keys = leaf_group.string_keys
+                if keys is None:
+                    passed = leaf_group.passed_one(value)
+                else:  # leaf_group.passed_one, inlined: hot
+                    p = bisect_left(keys, value)
+                    hit = leaf_group.memo.get(2 * p + (p < len(keys) and keys[p] == value))
+                    passed = leaf_group.passed_one(value) if hit is None else hit
                 found = transition.by_passed.get(passed)
                 state = target(source, transition, passed) if found is None else found
             else:
@@ -134,14 +170,38 @@ class DocumentRun:
             path.append(index)
             states.append(state)
             parents.append(parent_index)
-            if path_keys is not None:
-                key = (path_keys[parent_index] if parent_index >= 0 else -1, state)
-                path_key = key_of.get(key)
-                if path_key is None:
-                    path_key = key_of[key] = len(key_of)
-                path_keys.append(path_key)
             output = state.output
-            if output is not None:
+            if output is None:
+                pass
+            elif rows is not None:
+                if index >= len(ids):
+                    ids = element_ids(index + 1)
+                node = ids[index]
+                if output.values:
+                    value = strings.get(element)
+                    value_rows.append((node, element_value(element) if value is None else value))
+                    cached = output.value_rows.get(node)
+                    value_node_rows.extend(output.value_rows_of(node) if cached is None else cached)
+                if output.nodes:
+                    cached = output.node_rows.get(node)
+                    match_rows.extend(output.node_rows_of(node) if cached is None else cached)
+                if output.pairs:
+                    # _bind_rows, inlined: hot (the parent ``distance`` levels up)
+                    if output.searched_pairs:
+                        plan_key = (id(output), True, *map(states.__getitem__, path))
+                        plan = bind_plans.get(plan_key)
+                        groups = (
+                            self._searched_plan(output, index, True) if plan is None else plan[1]
+                        )
+                    else:
+                        groups = output.fixed_pairs
+                    for group in groups:
+                        parent = ids[0 if group.distance < 0 else path[-1 - group.distance]]
+                        cached_bind = group.rows.get((parent, node))
+                        bind_rows.extend(
+                            group.rows_of(parent, node) if cached_bind is None else cached_bind
+                        )
+            else:
                 ref = len(node_ids)
                 if index >= len(ids):
                     ids = element_ids(index + 1)
@@ -160,11 +220,11 @@ class DocumentRun:
                 if output.pairs:
                     self._bind(output, ref, index, True)
             if state.attribute_index:
-                items = element.items()
+                items: list[tuple[str, str]] = element.items()
                 if items:
-                    self._attributes(state, element, index, cast("list[tuple[str, str]]", items))
+                    attributes(state, element, index, items)
             if state.text_candidates:
-                self._texts(state, element, index)
+                texts(state, element, index)
             index += 1
 
     def _emit(self, emission: Emission, ref: int, raw: str, owner: int, valued: bool) -> bool:
@@ -256,6 +316,113 @@ class DocumentRun:
                     ref = self.builder.add_node(f"{index}/text()[{k}]")
                 valued = self._emit(emission, ref, raw, index, valued)
 
+    # ------------------------------------------------------------ rows mode
+    def _emit_rows(self, emission: Emission, node: str, raw: str, owner: int, valued: bool) -> bool:
+        """``_emit`` in rows mode (``node``: the node's id)."""
+        rows = self.rows
+        assert rows is not None
+        if emission.values:
+            if not valued:
+                rows.values.append((node, normalize(raw)))
+                valued = True
+            found = emission.value_rows.get(node)
+            rows.value_nodes.extend(emission.value_rows_of(node) if found is None else found)
+        if emission.nodes:
+            found = emission.node_rows.get(node)
+            rows.matches.extend(emission.node_rows_of(node) if found is None else found)
+        if emission.pairs:
+            self._bind_rows(emission, node, owner, False)
+        return valued
+
+    def _attributes_rows(
+        self,
+        state: State,
+        element: etree._Element,
+        index: int,
+        items: list[tuple[str, str]],
+    ) -> None:
+        """``_attributes`` in rows mode."""
+        candidates_of = state.attribute_candidates
+        rows = self.rows
+        assert rows is not None
+        for key, raw in items:
+            candidates = candidates_of.get(key)
+            if candidates is None:
+                candidates = self.automaton.attribute_candidates(state, key)
+            if not candidates:
+                continue
+            # a name without namespace is written as is (see attribute_qname)
+            node = f"{index}/@{key}" if key[:1] != "{" else attribute_id(index, element, key)
+            if len(candidates) == 1 and not candidates[0][0].predicates:
+                # the common case (one merged emission, nothing to check) inline
+                emission = candidates[0][1]
+                if emission.values:
+                    if not raw.isascii():
+                        raw = nfc("NFC", raw)
+                    rows.values.append((node, raw.strip(XML_WHITESPACE)))
+                    found = emission.value_rows.get(node)
+                    rows.value_nodes.extend(
+                        emission.value_rows_of(node) if found is None else found
+                    )
+                if emission.nodes:
+                    found = emission.node_rows.get(node)
+                    rows.matches.extend(emission.node_rows_of(node) if found is None else found)
+                if emission.pairs:
+                    self._bind_rows(emission, node, index, False)
+                continue
+            valued = False
+            for trie_node, emission in candidates:
+                if trie_node.predicates and not self.evaluator.all_hold(
+                    trie_node.predicates, AttributeNode(element, key, raw)
+                ):
+                    continue
+                valued = self._emit_rows(emission, node, raw, index, valued)
+
+    def _texts_rows(self, state: State, element: etree._Element, index: int) -> None:
+        """``_texts`` in rows mode."""
+        for k, raw in enumerate(text_children(element), start=1):
+            valued = False
+            for trie_node, emission in state.text_candidates:
+                if trie_node.predicates and not self.evaluator.all_hold(
+                    trie_node.predicates, TextNode(element, k, raw)
+                ):
+                    continue
+                valued = self._emit_rows(emission, f"{index}/text()[{k}]", raw, index, valued)
+
+    def _bind_rows(self, emission: Emission, node: str, owner: int, is_element: bool) -> None:
+        """``_bind`` in rows mode: the same rows, in the same order, as tuples."""
+        rows = self.rows
+        assert rows is not None
+        bindings = rows.bindings
+        path = self.path  # ends with ``owner``
+        ids = self.ids
+        if owner >= len(ids):
+            element_ids(owner + 1)  # grows ``ids`` (the one shared list) in place
+        groups = (
+            self._searched_plan(emission, owner, is_element)
+            if emission.searched_pairs
+            else emission.fixed_pairs
+        )
+        for group in groups:
+            # distance < 0: the parent variable is the root element
+            parent = ids[0 if group.distance < 0 else path[-1 - group.distance]]
+            found = group.rows.get((parent, node))
+            bindings.extend(group.rows_of(parent, node) if found is None else found)
+
+    def _searched_plan(self, emission: Emission, owner: int, is_element: bool) -> BindPlan:
+        """The :data:`BindPlan` of ``emission`` at ``owner``, cached (see ``_bind``).
+
+        The parents depend only on the DFA states from the root to the owner
+        (the current ``path``): the plan is cached under them, and documents
+        repeat their paths.
+        """
+        plans = self.automaton.bind_plans
+        key = (id(emission), is_element, *map(self.states.__getitem__, self.path))
+        entry = plans.get(key)
+        if entry is None:
+            entry = plans[key] = (emission, self._plan(emission, owner, is_element))
+        return entry[1]
+
     def _bind(self, emission: Emission, ref: int, owner: int, is_element: bool) -> None:
         """``bindings`` rows of the edges ending at one node (``owner``: its element).
 
@@ -266,20 +433,12 @@ class DocumentRun:
         """
         builder = self.builder
         path = self.path  # ends with ``owner``
-        if emission.searched_pairs:
-            plans = self.automaton.bind_plans
-            key = (id(emission), self.path_keys[owner], is_element)
-            entry = plans.get(key)
-            if entry is None:
-                entry = plans[key] = (emission, self._plan(emission, owner, is_element))
-            for levels, parent_vars, child_vars in entry[1]:
-                builder.bind_var1.extend(parent_vars)
-                builder.bind_var2.extend(child_vars)
-                builder.bind_parents.append(path[-1 - levels])
-                builder.bind_refs.append(ref)
-                builder.bind_counts.append(len(parent_vars))
-            return
-        for group in emission.fixed_pairs:
+        groups = (
+            self._searched_plan(emission, owner, is_element)
+            if emission.searched_pairs
+            else emission.fixed_pairs
+        )
+        for group in groups:
             # distance < 0: the parent variable is the root element
             builder.bind_var1.extend(group.parent_array)
             builder.bind_var2.extend(group.child_array)
@@ -305,7 +464,13 @@ class DocumentRun:
                 parents.append(spec.parent_var)
                 children.append(spec.child_var)
         return tuple(
-            (levels, int_array(tuple(parents)), int_array(tuple(children)))
+            FixedPairs(
+                levels,
+                tuple(parents),
+                tuple(children),
+                int_array(tuple(parents)),
+                int_array(tuple(children)),
+            )
             for levels, (parents, children) in sorted(by_level.items())
         )
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from itertools import repeat
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from xscl.xpath.automaton import TrieNode
@@ -38,6 +39,33 @@ class PairSpec:
     fixed_distance: int
 
 
+#: Bound on the rows each row cache below holds (it is cleared when full, see
+#: :func:`cache_rows`): hostile documents (many elements in one state) cannot
+#: grow it further.
+ROW_CACHE_ROWS = 16_384
+
+#: ``value_nodes`` / ``matches`` rows (var, node) of one node
+VarRows = tuple[tuple[int, str], ...]
+#: ``bindings`` rows (var1, var2, node1, node2) of one (parent, child) pair of nodes
+BindRows = tuple[tuple[int, int, str, str], ...]
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+
+def cache_rows(cache: dict[K, tuple[R, ...]], key: K, rows: tuple[R, ...]) -> tuple[R, ...]:
+    """Store and return ``rows``, keeping ``cache`` within ``ROW_CACHE_ROWS`` rows.
+
+    Every entry of one cache has the same number of rows (one per var id of its
+    emission or group), so a bound on the entries bounds the rows.  The caches
+    stay plain dicts: their ``get`` is on the hot path.
+    """
+    if len(cache) >= ROW_CACHE_ROWS // max(len(rows), 1):
+        cache.clear()
+    cache[key] = rows
+    return rows
+
+
 def int_array(values: tuple[int, ...]) -> array[int]:
     """``values`` as a C int array: appending one to a column is a memcpy, not a loop."""
     return array("i", values)
@@ -52,6 +80,17 @@ class FixedPairs:
     child_vars: tuple[int, ...]
     parent_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
     child_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
+    #: (parent node id, child node id) -> rows (see ``Emission.value_rows``)
+    rows: dict[tuple[str, str], BindRows] = field(default_factory=dict, compare=False, repr=False)
+
+    def rows_of(self, parent: str, child: str) -> BindRows:
+        """The ``bindings`` rows of this group for one pair of nodes (cached in ``rows``)."""
+        key = (parent, child)
+        found = self.rows.get(key)
+        if found is None:
+            rows = zip(self.parent_vars, self.child_vars, repeat(parent), repeat(child))
+            found = cache_rows(self.rows, key, tuple(rows))
+        return found
 
 
 def split_pairs(pairs: tuple[PairSpec, ...]) -> tuple[tuple[FixedPairs, ...], tuple[PairSpec, ...]]:
@@ -88,6 +127,11 @@ class Emission:
     #: ``values`` / ``nodes`` as C int arrays (appended to the var columns as is)
     value_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
     node_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
+    #: node id -> its ``value_nodes`` / ``matches`` rows, for ``Stage1.evaluate_rows``:
+    #: documents repeat their node ids, so a warm node's rows are one dict lookup
+    #: and one ``list.extend`` of shared (immutable) tuples, no allocation per row
+    value_rows: dict[str, VarRows] = field(default_factory=dict, compare=False, repr=False)
+    node_rows: dict[str, VarRows] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(
@@ -96,9 +140,22 @@ class Emission:
         fixed, searched = split_pairs(pairs)
         return Emission(values, nodes, pairs, fixed, searched, int_array(values), int_array(nodes))
 
+    def value_rows_of(self, node: str) -> VarRows:
+        """``(var, node)`` for every var in ``values`` (cached in ``value_rows``)."""
+        return _cached_rows(self.value_rows, self.values, node)
+
+    def node_rows_of(self, node: str) -> VarRows:
+        """``(var, node)`` for every var in ``nodes`` (cached in ``node_rows``)."""
+        return _cached_rows(self.node_rows, self.nodes, node)
+
     @property
     def needed(self) -> bool:
         return bool(self.values or self.nodes or self.pairs)
+
+
+def _cached_rows(cache: dict[str, VarRows], var_ids: tuple[int, ...], node: str) -> VarRows:
+    found = cache.get(node)
+    return cache_rows(cache, node, tuple(zip(var_ids, repeat(node)))) if found is None else found
 
 
 NO_EMISSION = Emission()

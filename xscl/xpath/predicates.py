@@ -160,6 +160,7 @@ class PredicateEvaluator:
         "_path_numbers_cache",
         "_path_values",
         "function_errors",
+        "nfc_text",
         "root",
         "strings",
     )
@@ -171,6 +172,8 @@ class PredicateEvaluator:
         self._path_values: dict[tuple[int, etree._Element], list[str]] = {}
         self._path_numbers_cache: dict[tuple[int, etree._Element], list[Decimal]] = {}
         self.strings: dict[etree._Element, str] = {}
+        #: the document's text is NFC (see ``element_value``)
+        self.nfc_text = False
         self.function_errors = 0
 
     def select(self, context: Node, steps: tuple[Step, ...]) -> Iterator[Node]:
@@ -279,13 +282,23 @@ class PredicateEvaluator:
         return self.element_value(node)
 
     def element_value(self, element: etree._Element) -> str:
-        """Normalised string value of an element, computed at most once per document."""
+        """Normalised string value of an element, computed at most once per document.
+
+        When the root's raw string value (all the document's text) passes
+        Python's NFC quick check, which ``unicodedata.normalize`` reports by
+        returning its argument itself, so does every substring of it (the
+        check is per character and per adjacent pair): ``nfc_text`` is set and
+        the values of the other elements skip NFC.
+        """
         value = self.strings.get(element)
         if value is None:
             # a leaf's string value is its text (CDATA is merged by the parser)
             value = (element.text or "") if not len(element) else raw_string_value(element)
-            if not value.isascii():
-                value = unicodedata.normalize("NFC", value)
+            if not value.isascii() and not self.nfc_text:
+                normalized = unicodedata.normalize("NFC", value)
+                if normalized is value and element is self.root:
+                    self.nfc_text = True
+                value = normalized
             value = value.strip(XML_WHITESPACE)  # as strings.normalize, inlined: hot
             self.strings[element] = value
         return value

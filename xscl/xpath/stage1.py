@@ -290,9 +290,9 @@ class Stage1:
         self, stream: str, docid: str, ts_micros: int, xml: bytes | str
     ) -> DocumentRows:
         """Witness rows of one document as Python tuples (no Arrow); raises ``Stage1Error``."""
-        builder = WitnessBuilder()
-        self._evaluate_into(builder, stream, docid, ts_micros, xml)
-        return builder.rows()
+        rows = DocumentRows([], [], [], [])
+        self._evaluate_into(rows, stream, docid, ts_micros, xml)
+        return rows
 
     def evaluate_many(self, documents: Iterable[Document]) -> WitnessBatch:
         """Witnesses of many documents; rejected ones become ``errors``, never exceptions."""
@@ -312,16 +312,23 @@ class Stage1:
         return builder.build()
 
     def _evaluate_into(
-        self, builder: WitnessBuilder, stream: str, docid: str, ts: int, xml: bytes | str
+        self,
+        sink: WitnessBuilder | DocumentRows,
+        stream: str,
+        docid: str,
+        ts: int,
+        xml: bytes | str,
     ) -> None:
+        """Parse and walk one document, appending its rows to ``sink`` (see ``DocumentRun``)."""
         root = parse_document(xml, self.limits)
         automaton = self._automata.get(stream)
         evaluator = PredicateEvaluator(root)
         if automaton is None:
             walk_checks_only(root, self.limits.max_depth)
         else:
-            DocumentRun(automaton, evaluator, builder).walk(root, self.limits.max_depth)
-        builder.fill_doc(builder.add_document(stream, docid, ts))
-        builder.function_errors += evaluator.function_errors
+            DocumentRun(automaton, evaluator, sink).walk(root, self.limits.max_depth)
+        if isinstance(sink, WitnessBuilder):
+            sink.fill_doc(sink.add_document(stream, docid, ts))
+            sink.function_errors += evaluator.function_errors
         self.counters["function_errors"] += evaluator.function_errors
         self.counters["documents"] += 1

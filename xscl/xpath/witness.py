@@ -53,8 +53,9 @@ Documents that could not be evaluated produce no rows; they are listed in
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -337,18 +338,20 @@ class WitnessBuilder:
         return [runs.column(column) for column in node_keys]
 
     def rows(self) -> DocumentRows:
-        """The rows of a builder that holds ONE document, as Python tuples."""
+        """The rows of a builder that holds ONE document, as Python tuples.
+
+        The runs are expanded by C-level iterators (``repeat`` per run,
+        ``chain`` over runs, ``zip`` with the var column): no Python loop per row.
+        """
         node_ids = self.node_ids
+        node_id = node_ids.__getitem__
         parent_ids = element_ids(max(self.bind_parents) + 1 if self.bind_parents else 0)
 
-        def expand(refs: array[int], counts: array[int], ids: list[str]) -> list[str]:
-            return [ids[ref] for ref, count in zip(refs, counts, strict=True) for _ in range(count)]
+        def expand(refs: array[int], counts: array[int], ids: list[str]) -> Iterator[str]:
+            return chain.from_iterable(map(repeat, map(ids.__getitem__, refs), counts))
 
         return DocumentRows(
-            [
-                (node_ids[ref], value)
-                for ref, value in zip(self.value_refs, self.value_strs, strict=True)
-            ],
+            list(zip(map(node_id, self.value_refs), self.value_strs, strict=True)),
             list(
                 zip(
                     self.member_var,
@@ -362,7 +365,9 @@ class WitnessBuilder:
                     expand(self.match_refs, self.match_counts, node_ids),
                     strict=True,
                 )
-            ),
+            )
+            if self.match_var
+            else [],
             list(
                 zip(
                     self.bind_var1,
@@ -371,7 +376,9 @@ class WitnessBuilder:
                     expand(self.bind_refs, self.bind_counts, node_ids),
                     strict=True,
                 )
-            ),
+            )
+            if self.bind_var1
+            else [],
         )
 
     def build(self) -> WitnessBatch:
