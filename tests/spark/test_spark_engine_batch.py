@@ -10,7 +10,7 @@ import pytest
 
 from tests.engine_local.workloads import random_workload
 from xscl.cli.main import main
-from xscl.connectors.document import Document, envelope_line
+from xscl.connectors.document import Document, write_envelopes
 from xscl.reference import load_queries
 from xscl.reference import run_batch as reference_run_batch
 from xscl.spark_plugin.batch import run_batch
@@ -58,13 +58,7 @@ def test_generated_workload_over_several_micro_batches_equals_reference(
     spark: Any, tmp_path: Path
 ) -> None:
     text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
-    source = tmp_path / "docs.jsonl"
-    source.write_text(
-        "".join(
-            envelope_line(Document(d.stream, d.docid, d.ts_micros, d.xml)) + "\n" for d in docs
-        ),
-        encoding="utf-8",
-    )
+    source = _envelopes(tmp_path / "docs.jsonl", docs)
     expected = tmp_path / "reference.jsonl"
     reference = reference_run_batch(text, source, expected)
     summary = run_batch(
@@ -103,12 +97,8 @@ def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
 
 
 def _envelopes(path: Path, docs: list[Any]) -> Path:
-    path.write_text(
-        "".join(
-            envelope_line(Document(d.stream, d.docid, d.ts_micros, d.xml)) + "\n" for d in docs
-        ),
-        encoding="utf-8",
-    )
+    with path.open("w", encoding="utf-8") as handle:
+        write_envelopes((Document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs), handle)
     return path
 
 

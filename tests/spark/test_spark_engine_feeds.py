@@ -22,7 +22,7 @@ from tests.engine_local.test_engine_local_feeds import (
     generated_queries,
 )
 from xscl import reference
-from xscl.connectors.document import Document, envelope_line
+from xscl.connectors.document import Document, write_envelopes
 from xscl.lang.parser import parse_queries
 from xscl.spark_plugin.batch import run_batch
 
@@ -38,12 +38,8 @@ def test_feed_items_with_generated_queries_equal_reference(spark: Any, tmp_path:
     ref_docs = [reference.make_document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs]
     expected = {r.result_id: r.to_json_dict() for r in reference.evaluate(queries, ref_docs)}
     source = tmp_path / "items.jsonl"
-    source.write_text(
-        "".join(
-            envelope_line(Document(d.stream, d.docid, d.ts_micros, d.xml)) + "\n" for d in docs
-        ),
-        encoding="utf-8",
-    )
+    with source.open("w", encoding="utf-8") as handle:
+        write_envelopes((Document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs), handle)
     out = tmp_path / "spark.jsonl"
     summary = run_batch(queries, source, out, max_records_per_batch=-(-unique // 6))
     got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
