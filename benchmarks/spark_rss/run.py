@@ -15,7 +15,8 @@
      items/s`` = documents / the whole ``run_job`` call; p50/p95 of the micro-batches'
      ``triggerExecution`` (batches with documents); state = the stateful operators'
      rows/bytes of the last batch (Spark progress), the checkpoint folder's bytes and
-     the engine snapshot folder's (``HOME/state``);
+     the join state's (``HOME/state``: the SQLite file with ``--join-state disk``, the
+     engine snapshots with ``memory``); each ``--join-state`` given is run in turn;
      driver memory = growth of the driver process's peak RSS during ``run_job`` / subs
      (it includes the engine's stored items);
    * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order;
@@ -197,13 +198,16 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
     }
 
 
-def measure_spark(queries: Path, spool: Path, home: Path, batch: int) -> dict[str, Any]:
+def measure_spark(
+    queries: Path, spool: Path, home: Path, batch: int, join_state: str
+) -> dict[str, Any]:
     """The streaming job in this process: ``run_job`` with ``--once`` on ``local[2]``."""
     from xscl.spark_plugin.submit import build_parser, run_job
 
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),
         "--master", "local[2]", "--once", "--quiet", "--max-records-per-batch", str(batch),
+        "--join-state", join_state,
     ]  # fmt: skip
     before = current_rss()
     start = time.perf_counter()
@@ -228,6 +232,7 @@ def measure_spark(queries: Path, spool: Path, home: Path, batch: int) -> dict[st
     checkpoints = home / "checkpoints"
     stats = report.engine_stats
     return {
+        "join_state": join_state,
         "exit_code": report.exit_code,
         "documents": report.documents,
         "results": report.results,
@@ -287,7 +292,7 @@ def worker(args: argparse.Namespace) -> int:
     if args.measure == "local":
         out = measure_local(queries, spool)
     elif args.measure == "spark":
-        out = measure_spark(queries, spool, Path(args.home), args.batch)
+        out = measure_spark(queries, spool, Path(args.home), args.batch, args.join_state[0])
     else:
         out = measure_sequential(queries, spool, args.sample, args.seed)
     out["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -327,7 +332,7 @@ def mib(value: float) -> str:
 def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
     head = (
         f"{'subs':>7} | {'templ':>5} | {'spark job it/s':>14} | {'spark e2e it/s':>14} | "
-        f"{'p50 batch':>9} | {'p95 batch':>9} | {'state rows/bytes':>16} | {'ckpt/snapshot':>17} | "
+        f"{'p50 batch':>9} | {'p95 batch':>9} | {'join state':>10} | {'ckpt/state':>17} | "
         f"{'drv B/sub':>9} | {'local it/s':>10} | {'local B/sub':>11} | {'seq it/s':>9} | "
         f"{'results spark/local':>19}"
     )
@@ -343,7 +348,7 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
             s_e2e = fmt_rate(spark["documents"], spark["wall"])
             p50 = f"{spark['p50_ms'] / 1000:.2f} s" if spark["p50_ms"] is not None else "-"
             p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
-            state = f"{spark['state_rows']}/{spark['state_bytes']}"
+            state = spark.get("join_state", "memory")
             ckpt = f"{mib(spark['checkpoint_bytes'])}/{mib(spark.get('snapshot_bytes', 0))}"
             drv = f"{spark['driver_rss_growth'] / n:,.0f}"
             s_results = str(spark["results"])
@@ -362,7 +367,7 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
             seq_rate = fmt_rate(seq["items"], seq["seconds"], "~" if seq["extrapolated"] else "")
         print(
             f"{n:>7,} | {templ:>5} | {s_job:>14} | {s_e2e:>14} | {p50:>9} | {p95:>9} | "
-            f"{state:>16} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
+            f"{state:>10} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
             f"{seq_rate:>9} | {s_results + '/' + l_results:>19}"
         )
     print(
@@ -413,22 +418,26 @@ def bench(args: argparse.Namespace) -> int:
         common = ["--queries", str(queries), "--spool", str(spool)]
         local = run_worker(["--measure", "local", *common], work / f"local-{n}.log")
         print(f"  {n}: local {json.dumps(local)}", flush=True)
-        home = work / f"home-{n}"
-        shutil.rmtree(home, ignore_errors=True)
-        spark = run_worker(
-            ["--measure", "spark", *common, "--home", str(home), "--batch", str(args.batch)],
-            work / f"spark-{n}.log",
-        )
-        print(f"  {n}: spark {json.dumps(spark)}", flush=True)
-        row: dict[str, Any] = {"n": n, "local": local, "spark": spark}
+        seq = None
         if n == counts[0]:
             seq = run_worker(
                 ["--measure", "sequential", *common, "--sample", str(args.sample)],
                 work / f"sequential-{n}.log",
             )
             print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
-            row["seq"] = seq
-        rows.append(row)
+        for mode in args.join_state:
+            home = work / f"home-{n}-{mode}"
+            shutil.rmtree(home, ignore_errors=True)
+            spark = run_worker(
+                ["--measure", "spark", *common, "--home", str(home), "--batch", str(args.batch),
+                 "--join-state", mode],
+                work / f"spark-{n}-{mode}.log",
+            )
+            print(f"  {n}: spark ({mode}) {json.dumps(spark)}", flush=True)
+            row: dict[str, Any] = {"n": n, "local": local, "spark": spark}
+            if seq is not None:
+                row["seq"] = seq
+            rows.append(row)
     print()
     print_table(rows, items, args.batch)
     failures = 0
@@ -459,6 +468,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--counts", type=int, nargs="+", help="subscription counts to run")
     parser.add_argument("--batch", type=int, default=BATCH_RECORDS, help="max records per batch")
     parser.add_argument("--sample", type=int, default=5, help="Sequential: queries measured")
+    parser.add_argument(
+        "--join-state",
+        nargs="+",
+        choices=("disk", "memory"),
+        default=["disk", "memory"],
+        help="the streaming job's join state(s) to measure, side by side (default: both)",
+    )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the temp work folder")
     # internal: one measurement in a fresh process

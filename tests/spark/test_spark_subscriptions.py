@@ -23,6 +23,7 @@ from xscl.connectors.spool import Spool
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
+from xscl.spark_plugin.join_state import JoinStateStore
 from xscl.spark_plugin.pipeline import EnginePipeline
 from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import (
@@ -141,8 +142,9 @@ def _results(output: Path) -> dict[str, set[str]]:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("join_state", ["disk", "memory"])
 def test_subscribe_and_unsubscribe_while_the_query_runs(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], join_state: str
 ) -> None:
     home = ["--home", str(tmp_path / "home"), "--name", "job"]
     registry = tmp_path / "home" / "registry" / "job"
@@ -167,8 +169,16 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
 
     spool = Spool(spool_path, sync=False)
     snapshots = SnapshotStore(tmp_path / "state", keep=50)
-    pipeline = EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
-                              snapshots=snapshots, snapshot_seconds=0)
+
+    def pipeline_of(snapshot: SnapshotStore | None) -> EnginePipeline:
+        if join_state == "disk":  # nothing to snapshot: the stored documents are on disk
+            store = JoinStateStore(tmp_path / "state" / "join.sqlite")
+            return EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
+                                  join_state=store)
+        return EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
+                              snapshots=snapshot, snapshot_seconds=0)
+
+    pipeline = pipeline_of(snapshots)
     query = start(pipeline)
     try:
         spool.append(rounds[0])
@@ -195,16 +205,18 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
     assert _results(output) == expected
     assert pipeline.applied_version == 3
 
-    assert snapshots.offsets()[-1] == 18
+    if join_state == "memory":
+        assert snapshots.offsets()[-1] == 18
+    else:
+        assert pipeline.join_state is not None and pipeline.join_state.documents == 18
+        pipeline.join_state.close()
     # Restart from the checkpoint, twice: from the spool (each event applied at its
     # recorded offset), then from the snapshot taken after the last commit.
     all_docs = [d for r in rounds for d in r]
     for restart, (extra, snapshot) in enumerate(((_docs(18, 6), None), (_docs(24, 6), snapshots))):
         rounds.append(extra)
         spool.append(extra)
-        restarted = EnginePipeline((), spool_path, output,
-                                   subscriptions=SubscriptionLog(registry),
-                                   snapshots=snapshot, snapshot_seconds=0)
+        restarted = pipeline_of(snapshot)
         query = start(restarted)
         try:
             query.processAllAvailable()
@@ -212,7 +224,11 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
         finally:
             query.stop()
         assert query.exception() is None
-        if snapshot is None:
+        if join_state == "disk":
+            assert (restarted.restored_from, restarted.warmed_up) == (None, 0)
+            assert restarted.join_state is not None
+            restarted.join_state.close()
+        elif snapshot is None:
             assert (restarted.restored_from, restarted.warmed_up) == (None, 18)
         else:
             assert (restarted.restored_from, restarted.warmed_up) == (18, 6), restart

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,9 @@ class LocalEngine:
         self._docs_infos: dict[tuple[DocState, ...], DocsInfo] = {}
         self.stats = EngineStats()
         self.max_ts: int | None = None
+        #: called with each new document before it is matched (a caller that keeps
+        #: the join state elsewhere loads what the document can reach)
+        self.before_match: Callable[[DocState], None] | None = None
         self._seq = 0
         self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
         #: queries added with ``only_new_documents``: the first document seq they see
@@ -204,14 +207,68 @@ class LocalEngine:
         state = dict(self.__dict__)
         state["trees"] = DocumentTrees(self.trees.capacity)
         state["_docs_infos"] = {}
+        state["before_match"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("before_match", None)
 
     @property
     def template_count(self) -> int:
         return len(self.plans)
+
+    # ------------------------------------------- documents kept elsewhere
+    def reset_documents(self, max_ts: int | None) -> None:
+        """Forget every stored document, keeping queries, statistics and caches of plans.
+
+        For a caller that keeps the join state itself (the Spark job's
+        ``JoinStateStore``): before each batch it resets the engine to the watermark
+        the batch starts from and ``store``s the stored documents the batch can reach.
+        """
+        self.docs = {}
+        self.seen = set()
+        self.emitted = set()
+        self._emitted_by_end = []
+        self._by_ts = []
+        self._docs_infos = {}
+        self.cache = ViewCache(enabled=self.cache.enabled, max_rows=self.cache.max_rows)
+        self.max_ts = max_ts
+
+    def store(self, doc: DocState) -> None:
+        """Add an earlier document to the state without matching it (see ``reset_documents``)."""
+        self.seen.add(doc.key)
+        self.docs[doc.key] = doc
+        self.cache.add(doc)
+        heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
+
+    def advance_seq(self, at_least: int) -> None:
+        """Number the next document above ``at_least`` (a caller's stable numbering)."""
+        self._seq = max(self._seq, at_least)
+
+    def reach(self) -> int | None:
+        """The widest window of any registered query (None: some window is INF)."""
+        return max(
+            (p.max_window for ps in self.plans.values() for p in ps if p.rows),
+            default=0,
+            key=lambda w: float("inf") if w is None else w,
+        )
+
+    def block_count(self) -> int:
+        """The most blocks of any registered template (how far joins can chain)."""
+        return max(
+            (t.block_count for t, ps in self.plans.items() if any(p.rows for p in ps)), default=0
+        )
+
+    def scans(self) -> bool:
+        """True when some registered plan places a block by scanning every stored document."""
+        return any(
+            step.kind == "scan"
+            for ps in self.plans.values()
+            for p in ps
+            if p.rows
+            for step in p.steps
+        )
 
     # -------------------------------------------------------------- processing
     def process(self, documents: Iterable[Any]) -> list[ResultRecord]:
@@ -295,6 +352,8 @@ class LocalEngine:
             self.stats.published += 1
         else:
             self.stats.documents += 1
+        if self.before_match is not None:
+            self.before_match(doc)
         started = time.perf_counter()
         found = self.matches(doc)
         if self._since:
@@ -368,11 +427,7 @@ class LocalEngine:
         """Drop documents no query window can reach from the watermark any more."""
         if self.allowed_lateness is None or self.max_ts is None:
             return
-        reach = max(
-            (p.max_window for ps in self.plans.values() for p in ps if p.rows),
-            default=0,
-            key=lambda w: float("inf") if w is None else w,
-        )
+        reach = self.reach()
         if reach is None:
             return
         horizon = self.max_ts - self.allowed_lateness - reach

@@ -56,12 +56,17 @@ def run_batch(
     *,
     allowed_lateness_micros: int | None = None,
     max_records_per_batch: int | None = None,
+    join_state: str = "disk",
 ) -> BatchSummary:
     """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
 
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
-    micro-batch for the whole input); the result set does not depend on it.
+    micro-batch for the whole input); the result set does not depend on it, nor on
+    ``join_state`` ("disk": the streaming job's default, or "memory").
     """
+    if join_state not in ("disk", "memory"):
+        raise ValueError(f"join_state must be 'disk' or 'memory', got {join_state!r}")
+    from xscl.spark_plugin.join_state import JOIN_STATE_FILE, JoinStateStore
     from xscl.spark_plugin.pipeline import EnginePipeline
     from xscl.spark_plugin.results_sink import read_results
 
@@ -83,14 +88,20 @@ def run_batch(
                     dropped += 1
                 else:
                     line_of_offset[offset] = line
+        store = JoinStateStore(work / JOIN_STATE_FILE) if join_state == "disk" else None
         pipeline = EnginePipeline(
             queries,
             work / "spool",
             work / _RESULTS,
             allowed_lateness_micros=allowed_lateness_micros,
+            join_state=store,
         )
-        with _session(work / "home") as spark:
-            _run_once(spark, pipeline, work, max_records_per_batch)
+        try:
+            with _session(work / "home") as spark:
+                _run_once(spark, pipeline, work, max_records_per_batch)
+        finally:
+            if store is not None:
+                store.close()
         for offset, rejected in _engine_dead_letters(work / _RESULTS):
             record = {"source": source, "line": line_of_offset[offset], **rejected}
             dead.append((line_of_offset[offset], _json(record)))

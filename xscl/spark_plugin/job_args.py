@@ -34,11 +34,19 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N")
     parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
     parser.add_argument(
+        "--join-state",
+        choices=("disk", "memory"),
+        default="disk",
+        help="where the stored documents live: 'disk' (an SQLite file under HOME/state; the "
+        "driver holds one micro-batch's reach, a restart replays nothing) or 'memory' (the "
+        "driver's heap, snapshotted; faster, bounded by memory) (default %(default)s)",
+    )
+    parser.add_argument(
         "--snapshot-seconds",
         type=float,
         default=60.0,
         metavar="S",
-        help="save the join state at most every S seconds, so a restart replays only "
-        "the spool after it (default %(default)s)",
+        help="with --join-state memory: save the state at most every S seconds, so a "
+        "restart replays only the spool after it (default %(default)s)",
     )
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")

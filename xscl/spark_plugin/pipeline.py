@@ -17,16 +17,25 @@ Per micro-batch (driver, once per batch and per replay of it):
    (``results_sink.commit_batch``), dead letters (malformed or late documents)
    beside them, then each query's Atom feed is updated.
 
-Restart: the engine's state lives in the driver's memory, so a (re)started driver
-first rebuilds it as it was before the first batch it is given: it loads the
-newest snapshot at or below that batch's start (``engine_snapshot``, written every
-``snapshot_seconds`` after a commit) and replays the spool records after it,
-applying each subscription event at its recorded offset and discarding the
-results (they were committed before: the sink commits before Spark logs the
-batch). The engine is deterministic in offset order, so the result set equals a
-failure-free run. The join state is bounded by the driver's memory: moving the
-value-join state into Spark's state store is the open part of issue 5
-(docs/architecture.md).
+Where the join state lives, two ways (measured side by side in
+``benchmarks/spark_rss``; docs/architecture.md, "Join state on disk"):
+
+* **on disk** (``join_state``, the default of ``xscl serve``): the stored
+  documents and their string-value index are a ``JoinStateStore`` (SQLite under
+  ``HOME/state/NAME``). Before each batch the engine is reset to the watermark the
+  batch starts from and given only the stored documents the batch can reach
+  (sharing a string with it, up to K-1 hops for K-block templates, within the
+  widest window); the batch's documents are stored in the same transaction that
+  records the batch. The driver holds one batch's reach, ``INF`` windows grow a
+  file; a restart rebuilds only the registry (no replay).
+* **in memory** (``snapshots``): the engine keeps every document. A (re)started
+  driver loads the newest snapshot at or below its first batch's start
+  (``engine_snapshot``, written every ``snapshot_seconds`` after a commit) and
+  replays the spool records after it, discarding the results (committed before).
+
+Either way subscription events are applied at their recorded offsets and the
+engine is deterministic in offset order, so the result set equals a failure-free
+run.
 """
 
 from __future__ import annotations
@@ -42,17 +51,23 @@ from typing import Any
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import write_atomically
 from xscl.engine import LocalEngine
+from xscl.engine.state import DocState
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
+from xscl.spark_plugin.join_state import JoinStateStore, ReachableDocuments
 from xscl.spark_plugin.progress import JobFigures
 from xscl.spark_plugin.results_sink import STAGING, StagedPart, clear_staging, commit_batch
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
 from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
+from xscl.xpath import DocumentRows, Stage1Error
 
 #: Columns of the spool rows handed to ``mapInArrow`` (ts as microseconds).
 _INPUT_COLUMNS = ("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml")
+#: With the join state on disk, documents are numbered offset * SEQ_STRIDE + k (k: the
+#: record and the results it publishes), so numbers survive restarts without replay.
+SEQ_STRIDE = 1 << 20
 
 
 class EnginePipeline:
@@ -70,7 +85,10 @@ class EnginePipeline:
         stage1_on_executors: bool = True,
         snapshots: SnapshotStore | None = None,
         snapshot_seconds: float = 60.0,
+        join_state: JoinStateStore | None = None,
     ) -> None:
+        if join_state is not None and snapshots is not None:
+            raise ValueError("snapshots are for the in-memory join state: give one of the two")
         self.engine = LocalEngine(queries, allowed_lateness_micros=allowed_lateness_micros)
         self.spool = Path(spool)
         self.output = Path(output)
@@ -78,6 +96,10 @@ class EnginePipeline:
         self.stage1_on_executors = stage1_on_executors
         self.snapshots = snapshots
         self.snapshot_seconds = snapshot_seconds
+        self.join_state = join_state
+        #: per batch (join state on disk): stored documents loaded to join it
+        self.loaded_by_batch: dict[int, int] = {}
+        self._reach: ReachableDocuments | None = None
         self._last_snapshot = time.monotonic()
         #: the offset of the snapshot the warm-up started from (None: from the spool start)
         self.restored_from: int | None = None
@@ -115,6 +137,8 @@ class EnginePipeline:
         """Apply events recorded at ``offset`` or not recorded yet (driver, per batch)."""
         if self.subscriptions is None:
             return []
+        if self.join_state is not None:
+            self.engine.advance_seq(offset * SEQ_STRIDE)
         applied = self.subscriptions.applied()
         done = []
         for event in self.subscriptions.events(after=self.applied_version):
@@ -136,6 +160,10 @@ class EnginePipeline:
         """Rebuild the engine's state as it was before spool offset ``below`` (no output)."""
         from xscl.connectors.spool import SpoolReader
 
+        if self.join_state is not None:
+            self._rebuild_registry(below)
+            self.next_offset = below
+            return
         start = 0
         found = self.snapshots.latest(below) if self.snapshots is not None else None
         if found is not None:
@@ -161,6 +189,63 @@ class EnginePipeline:
         self.warmed_up = below - start
         self.next_offset = below
 
+    def _rebuild_registry(self, below: int) -> None:
+        """The subscriptions in effect at ``below`` (join state on disk: nothing to replay)."""
+        log = self.subscriptions
+        if log is None:
+            return
+        for version, offset in sorted(log.applied().items()):
+            if offset < below and version > self.applied_version:
+                self.engine.advance_seq(offset * SEQ_STRIDE)
+                self._apply(log.event(version))
+
+    def _load_reachable(
+        self, batch_id: int, rows: list[dict[str, Any]], witnesses: list[Any]
+    ) -> None:
+        """Reset the engine to the batch's start and give it the stored documents the
+        batch can reach (join state on disk; driver, once per batch)."""
+        store = self.join_state
+        assert store is not None
+        engine = self.engine
+        start = store.begin(batch_id)
+        first = rows[0]["offset"]
+        if (start.next_offset or 0) != first:
+            raise RuntimeError(
+                f"batch {batch_id} starts at spool offset {first}, but the join state "
+                f"{store.path} ends at {start.next_offset or 0}: the checkpoint and the "
+                "join state disagree (were they moved or deleted separately?)"
+            )
+        engine.reset_documents(start.max_ts)
+        lateness, reach = engine.allowed_lateness, engine.reach()
+        if lateness is not None and reach is not None and start.max_ts is not None:
+            store.evict(start.max_ts - lateness - reach)
+        stamps = [row["ts"] for row in rows]
+        reach_of = ReachableDocuments(
+            store,
+            engine.store,
+            hops=max(engine.block_count() - 1, 0),
+            lo=None if reach is None else min(stamps) - reach,
+            hi=None if reach is None else max(stamps) + reach,
+        )
+        if engine.scans():
+            reach_of.load_window()
+        reach_of.extend(s for w in witnesses if isinstance(w, DocumentRows) for _, s in w.values)
+        # a result published into a stream this batch is a new document too: its strings
+        engine.before_match = lambda doc: reach_of.extend(s for _, _, s in doc.value_rows)
+        self._reach = reach_of
+
+    def _store_batch(self, batch_id: int, first: int) -> None:
+        """Store the batch's documents (and those it published), then reset the engine."""
+        store = self.join_state
+        assert store is not None
+        engine = self.engine
+        fresh: list[DocState] = [d for d in engine.docs.values() if d.seq > first * SEQ_STRIDE]
+        store.add(batch_id, sorted(fresh, key=lambda d: d.seq))
+        engine.before_match = None
+        if self._reach is not None:
+            self.loaded_by_batch[batch_id] = self._reach.loaded
+            self._reach = None
+
     def _maybe_snapshot(self) -> None:
         """Save the state after a commit, at most every ``snapshot_seconds`` (driver)."""
         if self.snapshots is None or self.next_offset is None:
@@ -184,12 +269,21 @@ class EnginePipeline:
             # batch is evaluated on the driver; reading it twice would double-count
             # its input rows in Spark's progress.
             rows = self._witnessed(batch, on_executors=False)
-            if rows:
-                self.warm_up(rows[0]["offset"])
-                self._apply_pending(rows[0]["offset"])
         else:
             self._apply_pending(self.next_offset)
             rows = self._witnessed(batch, on_executors=self.stage1_on_executors)
+        self.process_rows(batch_id, rows)
+
+    def process_rows(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
+        """Join and commit one batch's rows, in offset order (driver; Spark-free).
+
+        Rows carry ``offset, stream, docid, ts, xml`` and, when Stage 1 ran on the
+        executors, its output (``WITNESS_DDL``). Subscription events due at the
+        batch's start must have been applied, except on a driver's first batch.
+        """
+        if self.next_offset is None and rows:
+            self.warm_up(rows[0]["offset"])
+            self._apply_pending(rows[0]["offset"])
         if not rows:
             self._commit(batch_id, None, [])
             return
@@ -201,10 +295,16 @@ class EnginePipeline:
             )
         dead: list[dict[str, Any]] = []
         engine = self.engine
+        witnesses = [read_witness(row) if "error_code" in row else None for row in rows]
+        on_disk = self.join_state is not None
+        if on_disk:
+            witnesses = [self._driver_witness(r, w) for r, w in zip(rows, witnesses, strict=True)]
+            self._load_reachable(batch_id, rows, witnesses)
         with _StagedResults(self.output / STAGING) as staged:
-            for row in rows:
+            for row, witness in zip(rows, witnesses, strict=True):
                 before = len(engine.stats.rejections)
-                witness = read_witness(row) if "error_code" in row else None
+                if on_disk:
+                    engine.advance_seq(row["offset"] * SEQ_STRIDE)
                 produced = engine.process_one(
                     row["stream"], row["docid"], row["ts"], row["xml"], witness
                 )
@@ -224,8 +324,26 @@ class EnginePipeline:
                     )
         self.next_offset = rows[-1]["offset"] + 1
         self.documents += len(rows)
+        if self.join_state is not None:
+            self._store_batch(batch_id, rows[0]["offset"])
         self._commit(batch_id, staged.part(), dead)
+        if self.join_state is not None:
+            self.join_state.commit(batch_id, engine.max_ts, self.next_offset)
+            engine.reset_documents(engine.max_ts)  # the driver keeps no documents between batches
         self._maybe_snapshot()
+
+    def _driver_witness(
+        self, row: dict[str, Any], witness: DocumentRows | Stage1Error | None
+    ) -> DocumentRows | Stage1Error:
+        """The row's Stage 1 output, evaluated here when the executors did not."""
+        if witness is not None:
+            return witness
+        try:
+            return self.engine.stage1.evaluate_rows(
+                row["stream"], row["docid"], row["ts"], row["xml"]
+            )
+        except Stage1Error as exc:
+            return exc
 
     def _witnessed(self, batch: Any, *, on_executors: bool) -> list[dict[str, Any]]:
         """The batch's rows in offset order, with Stage 1's output when run on executors."""
@@ -261,7 +379,8 @@ class EnginePipeline:
         watermark = None
         if engine.max_ts is not None and engine.allowed_lateness is not None:
             watermark = format_ts(engine.max_ts - engine.allowed_lateness)
-        self.figures_by_batch[batch_id] = JobFigures(watermark, len(engine.docs))
+        stored = self.join_state.documents if self.join_state is not None else len(engine.docs)
+        self.figures_by_batch[batch_id] = JobFigures(watermark, stored)
 
 
 class _StagedResults:

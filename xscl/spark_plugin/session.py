@@ -95,7 +95,8 @@ class XsclHome:
 
     @property
     def state(self) -> Path:
-        """``state/NAME``: each job's engine snapshots (``engine_snapshot.py``)."""
+        """``state/NAME``: each job's join state (``join_state.py``; ``engine_snapshot.py``
+        with ``--join-state memory``)."""
         return self.root / "state"
 
     @property

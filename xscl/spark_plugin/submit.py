@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from xscl.connectors.durable import write_atomically
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import add_job_arguments
+from xscl.spark_plugin.join_state import JOIN_STATE_FILE, JoinStateStore
 from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
 from xscl.spark_plugin.progress import BatchProgress
 from xscl.spark_plugin.results_sink import read_results
@@ -126,8 +127,13 @@ def run_job(args: argparse.Namespace) -> JobReport:
         spool,
         output,
         subscriptions=log,
-        snapshots=SnapshotStore(home.state / args.name),
+        snapshots=SnapshotStore(home.state / args.name) if args.join_state == "memory" else None,
         snapshot_seconds=args.snapshot_seconds,
+        join_state=(
+            JoinStateStore(home.state / args.name / JOIN_STATE_FILE)
+            if args.join_state == "disk"
+            else None
+        ),
         allowed_lateness_micros=lateness,
         feed_entries=args.feed_entries,
     )
