@@ -1,4 +1,4 @@
-"""The Atom feed sink: valid Atom (parsed back by feedparser), bounded, idempotent."""
+"""The Atom feed sink: valid Atom (parsed back by feedparser), bounded, idempotent, escaped."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import feedparser
+from lxml import etree
 
 from xscl.connectors.document import format_ts
 from xscl.spark_plugin.atom import AtomFeedWriter, write_feeds_from_results
@@ -71,3 +72,39 @@ def test_feeds_from_a_results_directory(tmp_path: Path) -> None:
     staged.write_text("".join(json.dumps(r) + "\n" for r in lines))
     commit_batch(str(results), "00000000000000000000", [StagedPart(0, str(staged), 3)])
     assert write_feeds_from_results(results, tmp_path / "feeds") == {"Q": 1, "R": 1}
+
+
+def test_awkward_characters_are_escaped_or_replaced(tmp_path: Path) -> None:
+    """Markup-like text round-trips; characters XML 1.0 forbids become U+FFFD."""
+    record = _record("Q", 1)
+    record["xml"] = '<r a="x">]]> &amp; <b>\x00\x01\x0b\x1f\ufffe\uffff\ud800|\r\n\t\x7f</r>'
+    record["docs"][0]["docid"] = 'https://example.org/?a=1&b="<2>"\x02\t'
+    record["docs"][1]["docid"] = "t]]>&<\x03"
+    assert AtomFeedWriter(tmp_path).update([record]) == {"Q": 1}
+    root = etree.fromstring((tmp_path / "Q.atom").read_bytes())  # a strict parser accepts it
+    atom = "{http://www.w3.org/2005/Atom}"
+    entry = root.find(atom + "entry")
+    assert entry is not None
+    bad = "\ufffd" * 7
+    expected_xml = f'<r a="x">]]> &amp; <b>{bad}|\r\n\t\x7f</r>'
+    assert entry.findtext(atom + "content") == expected_xml
+    href = 'https://example.org/?a=1&b="<2>"\ufffd\t'
+    assert [link.get("href") for link in entry.iterfind(atom + "link")] == [href]
+    assert entry.findtext(atom + "title") == f"Q: S/{href}, T/t]]>&<\ufffd"
+    parsed = feedparser.parse(str(tmp_path / "Q.atom"))
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert "]]> &amp; <b>" in parsed.entries[0].content[0].value
+
+
+def test_content_is_cdata_and_keeps_every_character(tmp_path: Path) -> None:
+    """``]]>`` inside CDATA is split; a ``\\r`` (CDATA would lose it) is escaped."""
+    texts = ["<a>]]></a>]]]]>x&amp;<![CDATA[y]]>", "<a>line\r\nnext]]></a>"]
+    records = [_record("Q", n) | {"xml": text} for n, text in enumerate(texts)]
+    AtomFeedWriter(tmp_path).update(records)
+    raw = (tmp_path / "Q.atom").read_bytes()
+    assert b"<![CDATA[<a>]]]]><![CDATA[></a>" in raw
+    assert b"line&#13;\nnext" in raw
+    root = etree.fromstring(raw)
+    atom = "{http://www.w3.org/2005/Atom}"
+    contents = [e.findtext(atom + "content") for e in root.iterfind(atom + "entry")]
+    assert contents == texts[::-1]

@@ -1,0 +1,300 @@
+"""The Atom writer's template rendering and entry cache against the lxml reference.
+
+``ReferenceWriter`` is the writer as it was before the cache (lxml elements, each
+flush re-reads its feed file): for random batches, replays, restarts and cache sizes
+the cached writer's feeds must parse to the same feed and entries.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from xscl.connectors.document import format_ts, parse_ts
+from xscl.spark_plugin import atom
+from xscl.spark_plugin.atom import AtomFeedWriter
+
+A = "{http://www.w3.org/2005/Atom}"
+NSMAP: Any = {None: "http://www.w3.org/2005/Atom"}
+BASE = 1_149_156_000_000_000
+NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _sub(parent: etree._Element, tag: str, text: str | None = None, **attrs: str) -> Any:
+    child = etree.SubElement(parent, A + tag, attrs)
+    if text is not None:
+        child.text = text
+    return child
+
+
+class ReferenceWriter:
+    """The pre-cache writer: lxml entries, merged with the re-parsed file each time."""
+
+    def __init__(self, directory: Path, max_entries: int) -> None:
+        self.directory = directory
+        self.max_entries = max_entries
+
+    def _entry(self, record: Mapping[str, Any]) -> tuple[tuple[int, str], Any]:
+        entry_id = f"urn:xscl:result:{record['result_id']}"
+        updated = max(parse_ts(doc["ts"]) for doc in record["docs"])
+        entry = etree.Element(A + "entry", nsmap=NSMAP)
+        _sub(entry, "id", entry_id)
+        docids = ", ".join(f"{doc['stream']}/{doc['docid']}" for doc in record["docs"])
+        _sub(entry, "title", f"{record['query']}: {docids}")
+        _sub(entry, "updated", format_ts(updated))
+        for doc in record["docs"]:
+            docid = str(doc["docid"])
+            if docid.startswith(("http://", "https://")) and " " not in docid:
+                _sub(entry, "link", rel="related", href=docid)
+        _sub(entry, "content", str(record.get("xml", "")), type="text")
+        return (updated, entry_id), entry
+
+    def _read(self, path: Path) -> dict[str, tuple[tuple[int, str], Any]]:
+        if not path.exists():
+            return {}
+        root = etree.fromstring(path.read_bytes())
+        merged = {}
+        for element in root.iterfind(A + "entry"):
+            entry_id = element.findtext(A + "id") or ""
+            updated = parse_ts(element.findtext(A + "updated") or "")
+            merged[entry_id] = ((updated, entry_id), element)
+        return merged
+
+    def update(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        by_query: dict[str, list[Mapping[str, Any]]] = {}
+        for record in records:
+            by_query.setdefault(str(record["query"]), []).append(record)
+        written = {}
+        for query_id, batch in sorted(by_query.items()):
+            path = self.directory / f"{query_id}.atom"
+            merged = self._read(path)
+            for record in batch:
+                key, element = self._entry(record)
+                merged[key[1]] = (key, element)
+            kept = sorted(merged.values(), key=lambda e: e[0], reverse=True)[: self.max_entries]
+            feed = etree.Element(A + "feed", nsmap=NSMAP)
+            _sub(feed, "id", f"urn:xscl:query:{query_id}")
+            _sub(feed, "title", f"xscl results of query {query_id}")
+            _sub(feed, "updated", format_ts(kept[0][0][0]))
+            _sub(_sub(feed, "author"), "name", "xscl")
+            _sub(feed, "generator", "xscl", uri="urn:xscl")
+            for _key, element in kept:
+                feed.append(element)
+            path.write_bytes(
+                etree.tostring(feed, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+            )
+            written[query_id] = len(kept)
+        return written
+
+
+def parsed_feed(path: Path) -> dict[str, Any]:
+    """What a feed reader sees: feed fields and each entry's fields, in file order."""
+    root = etree.fromstring(path.read_bytes())  # strict: must be well-formed
+    assert root.tag == A + "feed"
+    entries = []
+    for entry in root.iterfind(A + "entry"):
+        content = entry.find(A + "content")
+        assert content is not None
+        entries.append(
+            {
+                "id": entry.findtext(A + "id"),
+                "title": entry.findtext(A + "title"),
+                "updated": entry.findtext(A + "updated"),
+                "links": [sorted(link.items()) for link in entry.iterfind(A + "link")],
+                "content": (sorted(content.items()), content.text or ""),
+                "children": [child.tag for child in entry],
+            }
+        )
+    return {
+        "id": root.findtext(A + "id"),
+        "title": root.findtext(A + "title"),
+        "updated": root.findtext(A + "updated"),
+        "author": root.findtext(f"{A}author/{A}name"),
+        "generator": [(g.text, sorted(g.items())) for g in root.iterfind(A + "generator")],
+        "entries": entries,
+    }
+
+
+XML_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from([*"&<>\"'\r\n\t] é\U0001f600", "]]>", "&amp;", "\r\n"]),
+        st.characters(codec="utf-8").filter(lambda c: NOT_XML_CHAR.match(c) is None),
+    ),
+    max_size=20,
+).map("".join)
+
+
+@st.composite
+def record_pool(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Distinct results (each with its own id) of a few queries."""
+    size = draw(st.integers(1, 14))
+    pool = []
+    for n in range(size):
+        docs = []
+        for _ in range(draw(st.integers(1, 3))):
+            docid = draw(
+                st.one_of(
+                    XML_TEXT,
+                    XML_TEXT.map(lambda s: "https://example.org/" + s),
+                    st.just("http://example.org/?a=1&b=<2>"),
+                )
+            )
+            ts = BASE + draw(st.integers(0, 20)) * 1_000_000 + draw(st.sampled_from([0, 7]))
+            docs.append(
+                {"stream": draw(st.sampled_from(["S", "T&U"])), "docid": docid, "ts": format_ts(ts)}
+            )
+        pool.append(
+            {
+                "query": draw(st.sampled_from(["A", "B", "C"])),
+                "result_id": f"{n:04x}",
+                "docs": docs,
+                "xml": draw(XML_TEXT),
+            }
+        )
+    return pool
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pool=record_pool(),
+    picks=st.lists(st.lists(st.integers(0, 13), max_size=10), min_size=1, max_size=5),
+    max_entries=st.integers(1, 5),
+    cache_bytes=st.sampled_from([0, 1500, atom.DEFAULT_CACHE_BYTES]),
+    restarts=st.lists(st.booleans(), min_size=5, max_size=5),
+    use_end=st.booleans(),
+)
+def test_cached_writer_matches_the_lxml_reference(
+    tmp_path_factory: pytest.TempPathFactory,
+    pool: list[dict[str, Any]],
+    picks: list[list[int]],
+    max_entries: int,
+    cache_bytes: int,
+    restarts: list[bool],
+    use_end: bool,
+) -> None:
+    new_dir = tmp_path_factory.mktemp("new")
+    ref_dir = tmp_path_factory.mktemp("ref")
+    reference = ReferenceWriter(ref_dir, max_entries)
+    writer = AtomFeedWriter(new_dir, max_entries=max_entries, cache_bytes=cache_bytes)
+    for batch_no, batch in enumerate(picks):
+        if restarts[batch_no]:
+            writer = AtomFeedWriter(new_dir, max_entries=max_entries, cache_bytes=cache_bytes)
+        records = [pool[i % len(pool)] for i in batch]
+        for record in records:
+            end = max(parse_ts(doc["ts"]) for doc in record["docs"]) if use_end else None
+            writer.add(record, end)
+        written = writer.flush()
+        assert written == reference.update(records)
+        for query_id in written:
+            new_feed = parsed_feed(new_dir / f"{query_id}.atom")
+            assert new_feed == parsed_feed(ref_dir / f"{query_id}.atom")
+        assert sorted(p.name for p in new_dir.iterdir()) == sorted(
+            p.name for p in ref_dir.iterdir()
+        )
+
+
+def _record(query: str, n: int, xml: str = "<r/>") -> dict[str, Any]:
+    ts = format_ts(BASE + n * 1_000_000)
+    return {
+        "query": query,
+        "result_id": f"{n:08x}",
+        "docs": [{"stream": "S", "docid": f"d{n}", "ts": ts}],
+        "xml": xml,
+    }
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    reads: list[Path] = []
+    real = atom.read_entries
+
+    def counting(feed: Path) -> list[atom.FeedEntry]:
+        reads.append(feed)
+        return real(feed)
+
+    monkeypatch.setattr(atom, "read_entries", counting)
+    return reads
+
+
+def test_a_flush_does_not_reread_the_feed_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _counting_reads(monkeypatch)
+    writer = AtomFeedWriter(tmp_path, max_entries=3)
+    for n in range(6):
+        writer.update([_record("Q", n)])
+    assert reads == [tmp_path / "Q.atom"]  # only the first flush looked at the disk
+    assert [e["id"][-1] for e in parsed_feed(tmp_path / "Q.atom")["entries"]] == ["5", "4", "3"]
+
+
+def test_a_restarted_writer_merges_with_the_feed_on_disk(tmp_path: Path) -> None:
+    AtomFeedWriter(tmp_path).update([_record("Q", 1), _record("Q", 2)])
+    AtomFeedWriter(tmp_path).update([_record("Q", 3)])
+    ids = [e["id"][-1] for e in parsed_feed(tmp_path / "Q.atom")["entries"]]
+    assert ids == ["3", "2", "1"]
+
+
+def test_a_feed_changed_on_disk_is_read_again(tmp_path: Path) -> None:
+    writer = AtomFeedWriter(tmp_path)
+    writer.update([_record("Q", 1)])
+    AtomFeedWriter(tmp_path).update([_record("Q", 2)])  # another writer replaced the file
+    writer.update([_record("Q", 3)])
+    ids = [e["id"][-1] for e in parsed_feed(tmp_path / "Q.atom")["entries"]]
+    assert ids == ["3", "2", "1"]
+    (tmp_path / "Q.atom").unlink()  # a deleted feed starts afresh, as before the cache
+    writer.update([_record("Q", 4)])
+    assert [e["id"][-1] for e in parsed_feed(tmp_path / "Q.atom")["entries"]] == ["4"]
+
+
+def test_the_cache_is_bounded_by_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = _counting_reads(monkeypatch)
+    writer = AtomFeedWriter(tmp_path, cache_bytes=3 * 2_000)
+    writer.update(_record(f"Q{q}", q, "x" * 1_000) for q in range(10))
+    assert 1 <= writer.cached_feeds <= 6  # each feed holds over 1,000 bytes
+    reads.clear()
+    writer.update([_record("Q0", 20), _record("Q9", 21)])  # Q0 was evicted, Q9 is cached
+    assert reads == [tmp_path / "Q0.atom"]
+    assert [e["id"][-2:] for e in parsed_feed(tmp_path / "Q0.atom")["entries"]] == ["14", "00"]
+    uncached = AtomFeedWriter(tmp_path / "none", cache_bytes=0)
+    uncached.update([_record("Q", 1)])
+    uncached.update([_record("Q", 2)])
+    assert uncached.cached_feeds == 0
+    assert len(parsed_feed(tmp_path / "none" / "Q.atom")["entries"]) == 2
+
+
+def test_a_replay_leaves_the_file_alone(tmp_path: Path) -> None:
+    writer = AtomFeedWriter(tmp_path, max_entries=2)
+    assert writer.update([_record("Q", n) for n in range(3)]) == {"Q": 2}
+    before = (tmp_path / "Q.atom").stat()
+    assert writer.update([_record("Q", 2), _record("Q", 0)]) == {"Q": 2}  # replay, too old
+    after = (tmp_path / "Q.atom").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+@pytest.mark.parametrize("content", [b"<feed><entry>", b"\x00\xff", b"<feed/>" + b" " * 64])
+def test_an_unreadable_feed_is_rebuilt_with_a_warning(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    content: bytes,
+) -> None:
+    monkeypatch.setattr(atom, "MAX_FEED_BYTES", 64)
+    (tmp_path / "Q.atom").write_bytes(content)
+    with caplog.at_level(logging.WARNING, logger=atom.__name__):
+        assert AtomFeedWriter(tmp_path).update([_record("Q", 1)]) == {"Q": 1}
+    assert "rebuilding Atom feed" in caplog.text
+    assert len(parsed_feed(tmp_path / "Q.atom")["entries"]) == 1
+
+
+def test_invalid_arguments_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_entries"):
+        AtomFeedWriter(tmp_path, max_entries=0)
+    with pytest.raises(ValueError, match="cache_bytes"):
+        AtomFeedWriter(tmp_path, cache_bytes=-1)
