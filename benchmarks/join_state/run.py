@@ -19,9 +19,12 @@ and ``author`` to ``author`` with a finite-looking but INF window, over a few
 variants, so each item joins few others and results stay a small part of the
 cost.
 
-Per mode: items/s over the whole run, p50/p95 of the per-batch seconds, the
-driver's RSS growth (peak minus start), what the state holds on disk, result
-count (must be equal between the modes; checked).
+Disk mode runs once per ``--hold-mb`` (how much of the state the driver keeps
+holding between batches; the rest is read back when a batch can reach it).
+Per run: items/s over the whole run, p50/p95 of the per-batch seconds, the
+documents read back from disk per batch (median), the driver's RSS growth (peak
+minus start), the state's bytes on disk, result count (must be equal between
+the runs; checked).
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def items(count: int, authors: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def measure(mode: str, count: int, authors: int, work: Path) -> dict[str, Any]:
+def measure(mode: str, count: int, authors: int, hold_mb: int, work: Path) -> dict[str, Any]:
     """One mode, in this process."""
     from xscl.lang.parser import parse_queries
     from xscl.spark_plugin.join_state import JoinStateStore
@@ -106,7 +109,11 @@ def measure(mode: str, count: int, authors: int, work: Path) -> dict[str, Any]:
     rows = items(count, authors, seed=1)
     store = JoinStateStore(work / "state" / "join.sqlite") if mode == "disk" else None
     pipeline = EnginePipeline(
-        parse_queries(QUERIES), work / "spool", work / "out", join_state=store
+        parse_queries(QUERIES),
+        work / "spool",
+        work / "out",
+        join_state=store,
+        hold_bytes=hold_mb * 2**20,
     )
     seconds: list[float] = []
     start_rss = current_rss()
@@ -119,7 +126,7 @@ def measure(mode: str, count: int, authors: int, work: Path) -> dict[str, Any]:
     total = time.perf_counter() - began
     results = sum(pipeline.results_by_batch.values())
     return {
-        "mode": mode,
+        "mode": mode if mode == "memory" else f"disk/{hold_mb}",
         "documents": count,
         "results": results,
         "seconds": total,
@@ -133,12 +140,13 @@ def measure(mode: str, count: int, authors: int, work: Path) -> dict[str, Any]:
     }
 
 
-def run_mode(mode: str, count: int, authors: int) -> dict[str, Any]:
+def run_mode(mode: str, count: int, authors: int, hold_mb: int) -> dict[str, Any]:
     """``measure`` in a fresh interpreter (its own memory figure); its JSON."""
     with tempfile.TemporaryDirectory(prefix="xscl-join-state-") as work:
         command = [
             sys.executable, str(Path(__file__).resolve()), "--measure", mode,
             "--documents", str(count), "--authors", str(authors), "--work", work,
+            "--hold-mb", str(hold_mb),
         ]  # fmt: skip
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
         lines = done.stdout.strip().splitlines()
@@ -150,18 +158,18 @@ def run_mode(mode: str, count: int, authors: int) -> dict[str, Any]:
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
     head = (
-        f"{'documents':>9} | {'state':>6} | {'items/s':>8} | {'p50 batch':>9} | {'p95 batch':>9} | "
+        f"{'documents':>9} | {'state':>9} | {'items/s':>8} | {'p50 batch':>9} | {'p95 batch':>9} | "
         f"{'loaded/batch':>12} | {'RSS growth':>10} | {'on disk':>9} | {'results':>8}"
     )
     print(head)
     print("-" * len(head))
     for row in rows:
         if "error" in row:
-            print(f"{row['documents']:>9,} | {row['mode']:>6} | {row['error']}")
+            print(f"{row['documents']:>9,} | {row['mode']:>9} | {row['error']}")
             continue
         loaded = "-" if row["loaded_p50"] is None else f"{row['loaded_p50']:,.0f}"
         print(
-            f"{row['documents']:>9,} | {row['mode']:>6} | "
+            f"{row['documents']:>9,} | {row['mode']:>9} | "
             f"{row['documents'] / row['seconds']:>8,.0f} | {row['p50']:>7.2f} s | "
             f"{row['p95']:>7.2f} s | {loaded:>12} | {row['rss_growth'] / 2**20:>6,.0f} MiB | "
             f"{row['state_bytes'] / 2**20:>5,.0f} MiB | {row['results']:>8,}"
@@ -176,17 +184,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--authors", type=int, default=2000, help="distinct author values")
     parser.add_argument("--modes", nargs="+", choices=("disk", "memory"),
                         default=["disk", "memory"])
+    parser.add_argument(
+        "--hold-mb",
+        type=int,
+        nargs="+",
+        default=[256, 16, 0],
+        help="disk mode: MB of stored documents the driver holds between batches, each run",
+    )
     parser.add_argument("--measure", choices=("disk", "memory"), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        out = measure(args.measure, args.documents[0], args.authors, Path(args.work))
+        out = measure(args.measure, args.documents[0], args.authors, args.hold_mb[0],
+                      Path(args.work))
         print(json.dumps(out), flush=True)
         return 0
     rows = []
     for count in args.documents:
-        for mode in args.modes:
-            row = run_mode(mode, count, args.authors)
+        runs = [(mode, hold) for mode in args.modes
+                for hold in (args.hold_mb if mode == "disk" else [0])]
+        for mode, hold in runs:
+            row = run_mode(mode, count, args.authors, hold)
             print(f"  {json.dumps(row)}", flush=True)
             rows.append(row)
     print()

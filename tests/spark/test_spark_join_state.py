@@ -59,13 +59,16 @@ def _cuts(rng: random.Random, count: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _pipeline(text: str, root: Path, lateness: int | None = None) -> EnginePipeline:
+def _pipeline(
+    text: str, root: Path, lateness: int | None = None, hold_bytes: int = 0
+) -> EnginePipeline:
     return EnginePipeline(
         parse_queries(text),
         root / "spool",
         root / "out",
         allowed_lateness_micros=lateness,
         join_state=JoinStateStore(root / "state" / "join.sqlite"),
+        hold_bytes=hold_bytes,
     )
 
 
@@ -78,15 +81,16 @@ def _run(
     lateness: int | None = None,
     executors: bool = False,
     restart_every: int = 0,
+    hold_bytes: int = 0,
 ) -> tuple[set[str], EnginePipeline]:
     """Every micro-batch through ``process_rows``; the committed records, canonical."""
     rows = _rows(docs)
-    pipeline = _pipeline(text, root, lateness)
+    pipeline = _pipeline(text, root, lateness, hold_bytes)
     for batch_id, (lo, hi) in enumerate(_cuts(rng, len(rows))):
         if restart_every and batch_id and batch_id % restart_every == 0:
             assert pipeline.join_state is not None
             pipeline.join_state.close()
-            pipeline = _pipeline(text, root, lateness)
+            pipeline = _pipeline(text, root, lateness, hold_bytes)
         part = rows[lo:hi]
         if executors and pipeline.next_offset is not None:
             part = _as_executors(pipeline, part)
@@ -108,21 +112,25 @@ def _local(text: str, docs: Sequence[Doc], lateness: int | None) -> set[str]:
     return {json.dumps(r.to_json_dict(), sort_keys=True) for r in engine.process(docs)}
 
 
+#: held between batches: nothing, a few documents (forgotten and read back), all
+HOLDS = st.sampled_from([0, 6_000, 1 << 30])
+
+
 @SETTINGS
-@given(seed=st.integers(0, 10**9), executors=st.booleans())
+@given(seed=st.integers(0, 10**9), executors=st.booleans(), hold=HOLDS)
 def test_random_micro_batches_equal_reference(
-    seed: int, executors: bool, tmp_path_factory: pytest.TempPathFactory
+    seed: int, executors: bool, hold: int, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     text, docs = random_workload(seed, queries=5, documents=12)
     got, _ = _run(text, docs, tmp_path_factory.mktemp("j"), random.Random(seed),
-                  executors=executors)
+                  executors=executors, hold_bytes=hold)
     assert got == _reference(text, docs), text
 
 
 @SETTINGS
-@given(seed=st.integers(0, 10**9))
+@given(seed=st.integers(0, 10**9), hold=HOLDS)
 def test_lateness_eviction_and_restarts_equal_the_in_memory_engine(
-    seed: int, tmp_path_factory: pytest.TempPathFactory
+    seed: int, hold: int, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     text, docs = random_workload(seed, queries=5, documents=14)
     rng = random.Random(seed)
@@ -130,7 +138,7 @@ def test_lateness_eviction_and_restarts_equal_the_in_memory_engine(
     rng.shuffle(shuffled)
     lateness = rng.choice((0, 1_000_000, 3_000_000))
     got, pipeline = _run(text, shuffled, tmp_path_factory.mktemp("j"), rng, lateness=lateness,
-                         restart_every=rng.choice((0, 2, 3)))
+                         restart_every=rng.choice((0, 2, 3)), hold_bytes=hold)
     assert got == _local(text, shuffled, lateness), text
     dead = [
         json.loads(line)
@@ -160,10 +168,11 @@ def test_replaying_a_batch_and_restarting_change_nothing(tmp_path: Path) -> None
     again.process_rows(2, rows[10:])
     got = {json.dumps(r, sort_keys=True) for r in read_results(tmp_path / "out")}
     assert got == expected
-    assert again.engine.docs == {}  # the driver keeps no documents between batches
+    assert again.engine.docs == {}  # hold_bytes=0: the driver keeps no documents between batches
 
 
-def test_published_results_join_stored_documents(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hold", [0, 1 << 30])
+def test_published_results_join_stored_documents(tmp_path: Path, hold: int) -> None:
     text = """
     P: S/item[./a->x1] JOIN {x1=y1, 5s} T/item[./a->y1] PUBLISH pairs;
     R: pairs/result[./item/b->p1] FOLLOWED BY {p1=z1, INF} S/item[./b->z1];
@@ -183,7 +192,7 @@ def test_published_results_join_stored_documents(tmp_path: Path) -> None:
     assert any('"s0"' in r and json.loads(r)["query"] == "E" for r in expected)
     for cut in range(1, len(docs) + 1):
         root = tmp_path / f"cut{cut}"
-        pipeline = _pipeline(text, root)
+        pipeline = _pipeline(text, root, hold_bytes=hold)
         rows = _rows(docs)
         pipeline.process_rows(0, rows[:cut])
         if cut < len(rows):
@@ -192,7 +201,10 @@ def test_published_results_join_stored_documents(tmp_path: Path) -> None:
         assert got == expected, cut
 
 
-def test_a_document_two_links_away_is_loaded_for_a_three_block_template(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hold", [0, 2_000, 1 << 30])  # 2,000: the newest document only
+def test_a_document_two_links_away_is_loaded_for_a_three_block_template(
+    tmp_path: Path, hold: int
+) -> None:
     """d1 -p- d2 -r- d3: d3 shares no string with d1, yet (d1, d2, d3) is a match."""
     text = (
         "Q: S/item[./a->x] JOIN {x=y, INF} S/item[./a->y][./b->z] "
@@ -207,7 +219,7 @@ def test_a_document_two_links_away_is_loaded_for_a_three_block_template(tmp_path
     assert any('"d1"' in r and '"d3"' in r for r in expected)
     for cut in (1, 2):
         root = tmp_path / f"cut{cut}"
-        pipeline = _pipeline(text, root)
+        pipeline = _pipeline(text, root, hold_bytes=hold)
         rows = _rows(docs)
         pipeline.process_rows(0, rows[:cut])
         pipeline.process_rows(1, rows[cut:])
@@ -236,3 +248,32 @@ def test_a_lost_state_file_is_a_clear_error(tmp_path: Path) -> None:
     fresh = _pipeline(text, tmp_path)
     with pytest.raises(RuntimeError, match="checkpoint and the join state disagree"):
         fresh.process_rows(1, _rows(docs[3:], start=3))
+
+
+def test_a_batch_that_failed_half_way_is_redone_from_the_committed_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark retries a failed foreachBatch in the same driver: the held documents of the
+    failed attempt must not count as stored."""
+    text, docs = random_workload(5, queries=6, documents=16)
+    expected = _reference(text, docs)
+    rows = _rows(docs)
+    pipeline = _pipeline(text, tmp_path, hold_bytes=1 << 30)
+    pipeline.process_rows(0, rows[:8])
+    calls = {"n": 0}
+    real_add = pipeline.feeds.add
+
+    def failing_add(record: Any, end: Any = None) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full (injected)")
+        real_add(record, end)
+
+    monkeypatch.setattr(pipeline.feeds, "add", failing_add)
+    with pytest.raises(OSError, match="injected"):
+        pipeline.process_rows(1, rows[8:])
+    monkeypatch.setattr(pipeline.feeds, "add", real_add)
+    pipeline.process_rows(1, rows[8:])
+    got = {json.dumps(r, sort_keys=True) for r in read_results(tmp_path / "out")}
+    assert calls["n"] >= 2, "the injected failure happened"
+    assert got == expected

@@ -242,6 +242,25 @@ class LocalEngine:
         self.cache.add(doc)
         heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
 
+    def forget(self, doc: DocState) -> None:
+        """Drop a stored document the caller keeps elsewhere (see ``reset_documents``)."""
+        if self.docs.get(doc.key) is doc:
+            del self.docs[doc.key]
+            self.cache.remove(doc)
+            self.seen.discard(doc.key)
+
+    def next_batch(self) -> None:
+        """Between batches of a caller that keeps the join state elsewhere and lets the
+        engine hold some documents across batches: per-batch bookkeeping is dropped
+        (a result always involves a document of its own batch, so none can repeat)."""
+        self.seen = set(self.docs)
+        self.emitted = set()
+        self._emitted_by_end = []
+        self._docs_infos = {}
+        if len(self._by_ts) > 2 * len(self.docs) + 1024:  # entries of forgotten documents
+            self._by_ts = [(d.ts, d.seq, d.key) for d in self.docs.values()]
+            heapq.heapify(self._by_ts)
+
     def advance_seq(self, at_least: int) -> None:
         """Number the next document above ``at_least`` (a caller's stable numbering)."""
         self._seq = max(self._seq, at_least)

@@ -42,6 +42,15 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "driver's heap, snapshotted; faster, bounded by memory) (default %(default)s)",
     )
     parser.add_argument(
+        "--hold-mb",
+        type=int,
+        default=256,
+        metavar="MB",
+        help="with --join-state disk: about how many MB of recently used stored documents "
+        "the driver keeps between micro-batches; the rest is read back when a batch can "
+        "join with it (default %(default)s; 0 holds nothing)",
+    )
+    parser.add_argument(
         "--snapshot-seconds",
         type=float,
         default=60.0,

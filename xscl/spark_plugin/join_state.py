@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import marshal
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,7 @@ class JoinStateStore:
                 "and state together)"
             )
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS probe (s TEXT PRIMARY KEY)")
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS want (id INTEGER PRIMARY KEY)")
         self._open: int | None = None
         self._count = 0
 
@@ -140,36 +141,41 @@ class JoinStateStore:
         self._count -= gone
         return gone
 
-    def reachable(
-        self, strings: Iterable[str], lo: int | None, hi: int | None, skip: set[int]
-    ) -> list[tuple[int, DocState]]:
-        """Stored documents sharing one of ``strings``, timestamped in [lo, hi],
-        except the ids in ``skip``; as (id, document)."""
+    def reachable(self, strings: Iterable[str], lo: int | None, hi: int | None) -> list[int]:
+        """Ids of the stored documents sharing one of ``strings``, timestamped in [lo, hi]."""
         self._require_open()
         self._db.execute("DELETE FROM probe")
         self._db.executemany("INSERT OR IGNORE INTO probe VALUES (?)", ((s,) for s in strings if s))
         where, bounds = _time_range(lo, hi)
         cursor = self._db.execute(
-            "SELECT id, stream, docid, ts, seq, xml, state FROM docs WHERE id IN "
+            "SELECT id FROM docs WHERE id IN "
             f"(SELECT doc FROM strings JOIN probe USING (s)){where} ORDER BY id",
             bounds,
         )
-        return [(row[0], _document(row)) for row in cursor if row[0] not in skip]
+        return [row[0] for row in cursor]
 
-    def in_window(self, lo: int | None, hi: int | None) -> list[tuple[int, DocState]]:
-        """Every stored document timestamped in [lo, hi], as (id, document)."""
+    def in_window(self, lo: int | None, hi: int | None) -> list[int]:
+        """Ids of every stored document timestamped in [lo, hi]."""
         self._require_open()
         where, bounds = _time_range(lo, hi)
+        cursor = self._db.execute(f"SELECT id FROM docs WHERE 1=1{where} ORDER BY id", bounds)
+        return [row[0] for row in cursor]
+
+    def fetch(self, ids: Iterable[int]) -> list[tuple[int, DocState]]:
+        """The stored documents with these ids, as (id, document)."""
+        self._require_open()
+        self._db.execute("DELETE FROM want")
+        self._db.executemany("INSERT OR IGNORE INTO want VALUES (?)", ((i,) for i in ids))
         cursor = self._db.execute(
-            f"SELECT id, stream, docid, ts, seq, xml, state FROM docs WHERE 1=1{where} ORDER BY id",
-            bounds,
+            "SELECT id, stream, docid, ts, seq, xml, state FROM docs JOIN want USING (id) "
+            "ORDER BY id"
         )
         return [(row[0], _document(row)) for row in cursor]
 
-    def add(self, batch_id: int, docs: Iterable[DocState]) -> int:
-        """Store the batch's documents (their strings indexed); how many."""
+    def add(self, batch_id: int, docs: Iterable[DocState]) -> list[int]:
+        """Store the batch's documents (their strings indexed); their ids."""
         self._require_open()
-        added = 0
+        added: list[int] = []
         for doc in docs:
             state = marshal.dumps((doc.values, doc.value_rows, doc.nodes, doc.down))
             cursor = self._db.execute(
@@ -178,11 +184,11 @@ class JoinStateStore:
                 (batch_id, doc.stream, doc.docid, doc.ts, doc.seq, doc.xml, state),
             )
             strings = {s for _, _, s in doc.value_rows if s}
-            self._db.executemany(
-                "INSERT INTO strings VALUES (?, ?)", ((s, cursor.lastrowid) for s in strings)
-            )
-            added += 1
-        self._count += added
+            key = cursor.lastrowid
+            assert key is not None
+            self._db.executemany("INSERT INTO strings VALUES (?, ?)", ((s, key) for s in strings))
+            added.append(key)
+        self._count += len(added)
         return added
 
     def commit(self, batch_id: int, max_ts: int | None, next_offset: int) -> None:
@@ -220,35 +226,37 @@ class ReachableDocuments:
 
     A template of K blocks joins a new document with stored ones linked to it by
     up to K-1 shared string values (thesis 6.5: R_L slices, chained); ``extend``
-    probes the strings not probed yet this batch and follows ``hops`` such links,
-    handing each document found to ``load`` once. Only documents timestamped in
-    [lo, hi] (the batch's span widened by the widest window) can match. Driver,
-    once per batch plus once per published result whose strings are new.
+    probes the strings not probed yet this batch and follows ``hops`` such links.
+    Only documents timestamped in [lo, hi] (the batch's span widened by the widest
+    window) can match. A document found is taken from ``resident`` (the ones the
+    engine still holds from earlier batches: no read, no decoding) or read and
+    handed to ``load``; either way its strings are followed. Driver, once per batch
+    plus once per published result whose strings are new.
     """
 
     def __init__(
         self,
         store: JoinStateStore,
-        load: Callable[[DocState], None],
+        load: Callable[[int, DocState], None],
         *,
         hops: int,
         lo: int | None,
         hi: int | None,
+        resident: Mapping[int, DocState] | None = None,
     ) -> None:
         self.store = store
         self.load = load
         self.hops = hops
         self.lo = lo
         self.hi = hi
+        self.resident: Mapping[int, DocState] = resident if resident is not None else {}
         self.probed: set[str] = set()
-        self._ids: set[int] = set()
-
-    @property
-    def loaded(self) -> int:
-        return len(self._ids)
+        #: ids found this batch, and how many of them had to be read from disk
+        self.found: set[int] = set()
+        self.read = 0
 
     def load_window(self) -> None:
-        """Load every stored document in [lo, hi] (templates that place a block by scan)."""
+        """Every stored document in [lo, hi] (templates that place a block by scan)."""
         self._take(self.store.in_window(self.lo, self.hi))
 
     def extend(self, strings: Iterable[str]) -> None:
@@ -258,18 +266,26 @@ class ReachableDocuments:
             if not frontier:
                 return
             self.probed |= frontier
-            found = self.store.reachable(frontier, self.lo, self.hi, self._ids)
-            frontier = self._take(found) - self.probed
+            frontier = self._take(self.store.reachable(frontier, self.lo, self.hi)) - self.probed
 
-    def _take(self, found: list[tuple[int, DocState]]) -> set[str]:
-        """Load each document; the strings they hold."""
-        strings: set[str] = set()
-        for key, doc in found:
-            if key not in self._ids:
-                self._ids.add(key)
-                self.load(doc)
-                strings.update(s for _, _, s in doc.value_rows if s)
-        return strings
+    def _take(self, ids: list[int]) -> set[str]:
+        """Make the documents present; the strings they hold."""
+        docs: list[DocState] = []
+        missing: list[int] = []
+        for key in ids:
+            if key in self.found:
+                continue
+            self.found.add(key)
+            doc = self.resident.get(key)
+            if doc is None:
+                missing.append(key)
+            else:
+                docs.append(doc)
+        for key, doc in self.store.fetch(missing) if missing else ():
+            self.load(key, doc)
+            docs.append(doc)
+        self.read += len(missing)
+        return {s for doc in docs for _, _, s in doc.value_rows if s}
 
 
 def _time_range(lo: int | None, hi: int | None) -> tuple[str, tuple[int, ...]]:

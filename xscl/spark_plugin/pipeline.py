@@ -44,6 +44,7 @@ import json
 import os
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ from xscl.xpath import DocumentRows, Stage1Error
 
 #: Columns of the spool rows handed to ``mapInArrow`` (ts as microseconds).
 _INPUT_COLUMNS = ("offset", "stream", "docid", "unix_micros(ts) AS ts", "xml")
+#: With the join state on disk: about how much of it the driver keeps holding between
+#: batches (documents recently used), so a state that fits is not read back per batch.
+DEFAULT_HOLD_BYTES = 256 * 2**20
 #: With the join state on disk, documents are numbered offset * SEQ_STRIDE + k (k: the
 #: record and the results it publishes), so numbers survive restarts without replay.
 SEQ_STRIDE = 1 << 20
@@ -86,6 +90,7 @@ class EnginePipeline:
         snapshots: SnapshotStore | None = None,
         snapshot_seconds: float = 60.0,
         join_state: JoinStateStore | None = None,
+        hold_bytes: int = DEFAULT_HOLD_BYTES,
     ) -> None:
         if join_state is not None and snapshots is not None:
             raise ValueError("snapshots are for the in-memory join state: give one of the two")
@@ -98,8 +103,16 @@ class EnginePipeline:
         self.snapshot_seconds = snapshot_seconds
         self.join_state = join_state
         #: per batch (join state on disk): stored documents loaded to join it
+        #: per batch (join state on disk): stored documents read from disk to join it
         self.loaded_by_batch: dict[int, int] = {}
         self._reach: ReachableDocuments | None = None
+        #: join state on disk: the stored documents the engine keeps holding between
+        #: batches (least recently used first), up to about ``hold_bytes``
+        self.hold_bytes = hold_bytes
+        self._resident: OrderedDict[int, DocState] = OrderedDict()
+        self._resident_bytes = 0
+        #: the batch id whose start is the engine's present state (None: unknown)
+        self._continues: int | None = None
         self._last_snapshot = time.monotonic()
         #: the offset of the snapshot the warm-up started from (None: from the spool start)
         self.restored_from: int | None = None
@@ -202,8 +215,8 @@ class EnginePipeline:
     def _load_reachable(
         self, batch_id: int, rows: list[dict[str, Any]], witnesses: list[Any]
     ) -> None:
-        """Reset the engine to the batch's start and give it the stored documents the
-        batch can reach (join state on disk; driver, once per batch)."""
+        """Give the engine the stored documents the batch can reach, at the watermark
+        the batch starts from (join state on disk; driver, once per batch)."""
         store = self.join_state
         assert store is not None
         engine = self.engine
@@ -215,17 +228,24 @@ class EnginePipeline:
                 f"{store.path} ends at {start.next_offset or 0}: the checkpoint and the "
                 "join state disagree (were they moved or deleted separately?)"
             )
-        engine.reset_documents(start.max_ts)
+        if batch_id == self._continues and engine.max_ts == start.max_ts:
+            engine.next_batch()  # the documents it holds are this state's, committed
+        else:  # a first batch, a replay, or a batch that failed half-way
+            engine.reset_documents(start.max_ts)
+            self._resident.clear()
+            self._resident_bytes = 0
+        self._continues = None  # until this batch commits
         lateness, reach = engine.allowed_lateness, engine.reach()
         if lateness is not None and reach is not None and start.max_ts is not None:
             store.evict(start.max_ts - lateness - reach)
         stamps = [row["ts"] for row in rows]
         reach_of = ReachableDocuments(
             store,
-            engine.store,
+            self._hold,
             hops=max(engine.block_count() - 1, 0),
             lo=None if reach is None else min(stamps) - reach,
             hi=None if reach is None else max(stamps) + reach,
+            resident=self._resident,
         )
         if engine.scans():
             reach_of.load_window()
@@ -234,17 +254,37 @@ class EnginePipeline:
         engine.before_match = lambda doc: reach_of.extend(s for _, _, s in doc.value_rows)
         self._reach = reach_of
 
+    def _hold(self, key: int, doc: DocState) -> None:
+        """A stored document read for this batch: into the engine, kept while room."""
+        self.engine.store(doc)
+        self._resident[key] = doc
+        self._resident_bytes += _held_bytes(doc)
+
     def _store_batch(self, batch_id: int, first: int) -> None:
-        """Store the batch's documents (and those it published), then reset the engine."""
+        """Store the batch's documents (and those it published); trim what stays held."""
         store = self.join_state
         assert store is not None
         engine = self.engine
-        fresh: list[DocState] = [d for d in engine.docs.values() if d.seq > first * SEQ_STRIDE]
-        store.add(batch_id, sorted(fresh, key=lambda d: d.seq))
         engine.before_match = None
+        fresh: list[DocState] = [d for d in engine.docs.values() if d.seq > first * SEQ_STRIDE]
+        fresh.sort(key=lambda d: d.seq)
+        resident = self._resident
+        docs = engine.docs
+        for key in [k for k, d in resident.items() if docs.get(d.key) is not d]:
+            self._resident_bytes -= _held_bytes(resident.pop(key))  # evicted by the watermark
+        for key, doc in zip(store.add(batch_id, fresh), fresh, strict=True):
+            resident[key] = doc
+            self._resident_bytes += _held_bytes(doc)
         if self._reach is not None:
-            self.loaded_by_batch[batch_id] = self._reach.loaded
+            for key in self._reach.found:  # recently used: evicted last
+                if key in resident:
+                    resident.move_to_end(key)
+            self.loaded_by_batch[batch_id] = self._reach.read
             self._reach = None
+        while resident and self._resident_bytes > self.hold_bytes:
+            _key, doc = resident.popitem(last=False)
+            self._resident_bytes -= _held_bytes(doc)
+            engine.forget(doc)
 
     def _maybe_snapshot(self) -> None:
         """Save the state after a commit, at most every ``snapshot_seconds`` (driver)."""
@@ -329,7 +369,7 @@ class EnginePipeline:
         self._commit(batch_id, staged.part(), dead)
         if self.join_state is not None:
             self.join_state.commit(batch_id, engine.max_ts, self.next_offset)
-            engine.reset_documents(engine.max_ts)  # the driver keeps no documents between batches
+            self._continues = batch_id + 1
         self._maybe_snapshot()
 
     def _driver_witness(
@@ -418,6 +458,11 @@ class _StagedResults:
         if self.path is None:
             return None
         return StagedPart(0, str(self.path), self.rows)
+
+
+def _held_bytes(doc: DocState) -> int:
+    """A rough size of a held document (its XML, its witness maps, their objects)."""
+    return 2 * len(doc.xml) + 160 * (len(doc.values) + len(doc.value_rows)) + 1024
 
 
 def jsonl(items: list[dict[str, Any]]) -> bytes:

@@ -134,6 +134,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
             if args.join_state == "disk"
             else None
         ),
+        hold_bytes=max(0, args.hold_mb) * 2**20,
         allowed_lateness_micros=lateness,
         feed_entries=args.feed_entries,
     )
@@ -168,6 +169,8 @@ def run_job(args: argparse.Namespace) -> JobReport:
         query.stop()
     finally:
         _drain_progress(spark, query, printer)
+        if pipeline.join_state is not None:
+            pipeline.join_state.close()
     report = JobReport(
         0,
         documents=pipeline.documents,
