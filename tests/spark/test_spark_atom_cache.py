@@ -298,3 +298,43 @@ def test_invalid_arguments_are_refused(tmp_path: Path) -> None:
         AtomFeedWriter(tmp_path, max_entries=0)
     with pytest.raises(ValueError, match="cache_bytes"):
         AtomFeedWriter(tmp_path, cache_bytes=-1)
+
+
+#: pieces that look like the layout's own boundaries, to be met inside fields
+PIECES = [*"ab<>&\"'\r\n\t]é\u2028", "]]>", "</content>\n  </entry>\n", "  <entry>\n    <id>"]
+HOSTILE = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fields=st.lists(
+        st.tuples(HOSTILE, st.integers(0, 2**40), HOSTILE, st.lists(HOSTILE, max_size=2), HOSTILE),
+        max_size=5,
+    ),
+    query=HOSTILE,
+)
+def test_own_feeds_are_sliced_back_exactly(
+    fields: list[tuple[str, int, str, list[str], str]], query: str
+) -> None:
+    """What ``render_feed`` wrote comes back as the same entries without a parse."""
+    entries = [atom.render_entry(f"urn:{i}", t, title, hrefs, body)
+               for i, t, title, hrefs, body in fields]
+    data = atom.render_feed(query, entries)
+    assert atom.own_entries(data) == entries
+    etree.fromstring(data)  # and it is well-formed XML
+    assert atom.own_entries(data[:-1]) is None  # anything else: the lxml path
+
+
+def test_a_restart_reads_its_own_feeds_without_lxml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    AtomFeedWriter(tmp_path).update([_record("q", n, "<r>]]></r>") for n in range(5)])
+
+    def no_parse(*_args: object) -> None:
+        raise AssertionError("parsed with lxml")
+
+    monkeypatch.setattr(atom.etree, "fromstring", no_parse)
+    restarted = AtomFeedWriter(tmp_path)
+    assert restarted.update([_record("q", 9)]) == {"q": 6}
+    monkeypatch.undo()
+    assert len(parsed_feed(tmp_path / "q.atom")["entries"]) == 6

@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -61,6 +61,9 @@ class ResultRecord:
     xml: str
     start_micros: int
     end_micros: int
+    #: ``xml`` as the pieces it was joined from, when it was (``SELECT *``): large
+    #: pieces are shared by every result of the same documents (``json_lines``)
+    xml_parts: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {

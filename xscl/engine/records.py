@@ -141,9 +141,11 @@ def build_record(
         (name, docs[block].values.get(node, ""))
         for (name, _, block), node in zip(plan.joins, picked, strict=True)
     ]
-    xml = _select_all_xml(plan, docs, info, nodes) if plan.select_all else None
-    if xml is None:
+    pieces = _select_all_parts(plan, docs, info, nodes) if plan.select_all else None
+    if pieces is None:
         xml = plan.output.build_xml(docs, dict(zip(plan.names, picked, strict=True)), trees)
+    else:
+        xml = "".join(pieces)  # one copy of the (often large) element texts, not one per block
     return ResultRecord(
         query=plan.qid,
         result_id=hashlib.sha256(text.encode("utf-8")).hexdigest()[:32],
@@ -153,13 +155,15 @@ def build_record(
         xml=xml,
         start_micros=info.start,
         end_micros=info.end,
+        xml_parts=pieces,
     )
 
 
-def _select_all_xml(
+def _select_all_parts(
     plan: RecordPlan, docs: tuple[DocState, ...], info: DocsInfo, nodes: tuple[str, ...]
-) -> str | None:
-    """``SELECT *`` output when every block's first-step node is an element, else None.
+) -> tuple[str, ...] | None:
+    """``SELECT *`` output in pieces when every block's first-step node is an element,
+    else None.
 
     Each document caches, per (block pattern, join nodes), the first-step node's
     serialisation (None when that node is not an element): the embeddings are
@@ -177,7 +181,7 @@ def _select_all_xml(
             return None
         parts.append(part)
     parts.append("</result>")
-    return "".join(parts)  # one copy of the (often large) element texts, not one per block
+    return tuple(parts)
 
 
 _MISSING: str = "\x00missing"

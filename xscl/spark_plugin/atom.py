@@ -189,7 +189,11 @@ def read_entries(feed: Path) -> list[FeedEntry]:
     try:
         if feed.stat().st_size > MAX_FEED_BYTES:
             raise ValueError(f"larger than {MAX_FEED_BYTES} bytes")
-        root = etree.fromstring(feed.read_bytes(), _safe_parser())
+        data = feed.read_bytes()
+        own = own_entries(data)
+        if own is not None:
+            return own
+        root = etree.fromstring(data, _safe_parser())
         entries = []
         for element in root.iterfind(_A + "entry"):
             hrefs = [
@@ -212,6 +216,71 @@ def read_entries(feed: Path) -> list[FeedEntry]:
     except (OSError, ValueError, etree.XMLSyntaxError) as exc:
         _LOG.warning("rebuilding Atom feed %s: %s", feed, exc)
         return []
+
+
+_FEED_START = b"<?xml version='1.0' encoding='UTF-8'?>\n<feed xmlns=\"" + ATOM_NS.encode() + b'">\n'
+_HEAD_END = b'  <generator uri="urn:xscl">xscl</generator>\n'
+_ENTRY_START = b"  <entry>\n    <id>"
+_ID_END = b"</id>\n    <title>"
+_TITLE_END = b"</title>\n    <updated>"
+_UPDATED_END = b"</updated>\n"
+_LINK_START = b'    <link rel="related" href="'
+_CONTENT_START = b'    <content type="text">'
+_ENTRY_END = b"</content>\n  </entry>\n"
+
+
+def own_entries(data: bytes) -> list[FeedEntry] | None:
+    """The entries of a feed in exactly the layout ``render_feed`` writes, sliced out
+    of its bytes without parsing; None for anything else (then lxml reads it).
+
+    Re-reading a feed this writer wrote (after a restart, or when the feed fell out
+    of the cache) is then a scan, not a parse and a re-render: on the feed benchmark
+    at 10k subscriptions the lxml path was 18 of the driver's 110 busy seconds.
+    Text fields are escaped (no ``<`` or ``"`` inside), and a CDATA section cannot
+    hold ``]]>``, so every boundary below is unambiguous.
+    """
+    try:
+        if not data.startswith(_FEED_START):
+            return None
+        at = data.index(_HEAD_END) + len(_HEAD_END)
+        entries = []
+        while data.startswith(_ENTRY_START, at):
+            start = at
+            at += len(_ENTRY_START)
+            end = data.index(_ID_END, at)
+            entry_id = _unescape(data[at:end])
+            at = data.index(_TITLE_END, end) + len(_TITLE_END)
+            end = data.index(_UPDATED_END, at)
+            updated = parse_ts(data[at:end].decode("ascii"))
+            at = end + len(_UPDATED_END)
+            while data.startswith(_LINK_START, at):
+                at = data.index(b'"/>\n', at + len(_LINK_START)) + 4
+            if not data.startswith(_CONTENT_START, at):
+                return None
+            at += len(_CONTENT_START)
+            if data.startswith(b"<![CDATA[", at):
+                while data.startswith(b"<![CDATA[", at):
+                    at = data.index(b"]]>", at + 9) + 3
+            else:
+                at = data.index(b"</content>", at)
+            if not data.startswith(_ENTRY_END, at):
+                return None
+            at += len(_ENTRY_END)
+            entries.append(FeedEntry(updated, entry_id, data[start:at]))
+        return entries if data[at:] == b"</feed>\n" else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _unescape(text: bytes) -> str:
+    """Inverse of ``escape_text`` for the references it writes."""
+    return (
+        text.decode("utf-8")
+        .replace("&#13;", "\r")
+        .replace("&gt;", ">")
+        .replace("&lt;", "<")
+        .replace("&amp;", "&")
+    )
 
 
 def render_feed(query_id: str, entries: Sequence[FeedEntry]) -> bytes:

@@ -51,7 +51,8 @@ from typing import Any
 
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import write_atomically
-from xscl.engine import LocalEngine
+from xscl.engine import LocalEngine, ResultRecord
+from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.state import DocState
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
@@ -117,6 +118,7 @@ class EnginePipeline:
         #: the offset of the snapshot the warm-up started from (None: from the spool start)
         self.restored_from: int | None = None
         self.feeds = AtomFeedWriter(self.output / "feeds", max_entries=feed_entries)
+        self._lines = JsonLineEncoder()
         #: the next spool offset the engine expects (None until the first batch)
         self.next_offset: int | None = None
         #: the last subscription event applied to the engine
@@ -349,9 +351,8 @@ class EnginePipeline:
                     row["stream"], row["docid"], row["ts"], row["xml"], witness
                 )
                 for result in produced:  # streamed out: a batch's results are not held
-                    record = result.to_json_dict()
-                    staged.write(record)
-                    self.feeds.add(record, result.end_micros)
+                    staged.write(self._lines.encode(result))
+                    self.feeds.add(_feed_record(result), result.end_micros)
                 for rejected in engine.stats.rejections[before:]:
                     dead.append(
                         {
@@ -439,12 +440,13 @@ class _StagedResults:
     def __enter__(self) -> _StagedResults:
         return self
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, line: bytes) -> None:
+        """One result's JSON line (``JsonLineEncoder.encode``)."""
         if self._handle is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.path = self.folder / f"{uuid.uuid4().hex}.jsonl"
-            self._handle = open(self.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-        self._handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self._handle = open(self.path, "wb")  # noqa: SIM115
+        self._handle.write(line)
         self.rows += 1
 
     def __exit__(self, *exc: object) -> None:
@@ -458,6 +460,16 @@ class _StagedResults:
         if self.path is None:
             return None
         return StagedPart(0, str(self.path), self.rows)
+
+
+def _feed_record(result: ResultRecord) -> dict[str, Any]:
+    """What the Atom writer reads of a result (its end time is passed beside it)."""
+    return {
+        "query": result.query,
+        "result_id": result.result_id,
+        "docs": [{"stream": s, "docid": d} for s, d, _ in result.docs],
+        "xml": result.xml,
+    }
 
 
 def _held_bytes(doc: DocState) -> int:
