@@ -31,6 +31,14 @@ MIN_CACHED_CHARS = 512
 DEFAULT_CACHE_BYTES = 64 * 2**20
 
 
+#: Document lists (as JSON) kept before that cache starts over.
+_DOCS_CAPACITY = 4096
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _escaped(text: str) -> bytes:
     """The JSON string body of ``text`` (no quotes), UTF-8."""
     return json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8")
@@ -43,23 +51,33 @@ class JsonLineEncoder:
         self.cache_bytes = cache_bytes
         self._pieces: dict[str, bytes] = {}
         self._size = 0
+        self._docs: dict[tuple[tuple[str, str, int], ...], bytes] = {}
 
     def encode(self, record: ResultRecord) -> bytes:
         """One line, newline included."""
-        head = json.dumps(
-            {
-                "query": record.query,
-                "result_id": record.result_id,
-                "docs": [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs],
-                "nodes": dict(record.nodes),
-                "values": dict(record.values),
-            },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        docs = self._docs.get(record.docs)
+        if docs is None:  # results of the same documents share it
+            if len(self._docs) >= _DOCS_CAPACITY:
+                self._docs.clear()
+            refs = [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs]
+            docs = self._docs[record.docs] = _dumps(refs).encode("utf-8")
         parts = record.xml_parts if record.xml_parts is not None else (record.xml,)
         return b"".join(
-            (head[:-1].encode("utf-8"), b',"xml":"', *map(self._piece, parts), b'"}\n')
+            (
+                b'{"query":',
+                _dumps(record.query).encode("utf-8"),
+                b',"result_id":',
+                _dumps(record.result_id).encode("utf-8"),
+                b',"docs":',
+                docs,
+                b',"nodes":',
+                _dumps(dict(record.nodes)).encode("utf-8"),
+                b',"values":',
+                _dumps(dict(record.values)).encode("utf-8"),
+                b',"xml":"',
+                *map(self._piece, parts),
+                b'"}\n',
+            )
         )
 
     def _piece(self, text: str) -> bytes:
