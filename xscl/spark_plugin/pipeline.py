@@ -22,12 +22,13 @@ Where the join state lives, two ways (measured side by side in
 
 * **on disk** (``join_state``, the default of ``xscl serve``): the stored
   documents and their string-value index are a ``JoinStateStore`` (SQLite under
-  ``HOME/state/NAME``). Before each batch the engine is reset to the watermark the
-  batch starts from and given only the stored documents the batch can reach
-  (sharing a string with it, up to K-1 hops for K-block templates, within the
-  widest window); the batch's documents are stored in the same transaction that
-  records the batch. The driver holds one batch's reach, ``INF`` windows grow a
-  file; a restart rebuilds only the registry (no replay).
+  ``HOME/state/NAME``). Each batch starts from the watermark the last one
+  committed; the engine keeps holding recently used stored documents (up to
+  ``hold_bytes``) and is given the others the batch can reach (sharing a string
+  with it, up to K-1 hops for K-block templates, within the widest window); the
+  batch's documents are stored in the same transaction that records the batch.
+  ``INF`` windows grow a file, not the heap; a restart rebuilds only the registry
+  (no replay).
 * **in memory** (``snapshots``): the engine keeps every document. A (re)started
   driver loads the newest snapshot at or below its first batch's start
   (``engine_snapshot``, written every ``snapshot_seconds`` after a commit) and
@@ -103,7 +104,6 @@ class EnginePipeline:
         self.snapshots = snapshots
         self.snapshot_seconds = snapshot_seconds
         self.join_state = join_state
-        #: per batch (join state on disk): stored documents loaded to join it
         #: per batch (join state on disk): stored documents read from disk to join it
         self.loaded_by_batch: dict[int, int] = {}
         self._reach: ReachableDocuments | None = None
@@ -363,14 +363,17 @@ class EnginePipeline:
                             "code": rejected.code,
                         }
                     )
-        self.next_offset = rows[-1]["offset"] + 1
-        self.documents += len(rows)
-        if self.join_state is not None:
+        after = rows[-1]["offset"] + 1
+        if self.join_state is None:
+            self.next_offset = after
+        else:
             self._store_batch(batch_id, rows[0]["offset"])
         self._commit(batch_id, staged.part(), dead)
-        if self.join_state is not None:
-            self.join_state.commit(batch_id, engine.max_ts, self.next_offset)
+        if self.join_state is not None:  # done only once it is all committed
+            self.join_state.commit(batch_id, engine.max_ts, after)
             self._continues = batch_id + 1
+            self.next_offset = after
+        self.documents += len(rows)
         self._maybe_snapshot()
 
     def _driver_witness(
