@@ -37,11 +37,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rss_memory import PeakRss, current_rss  # benchmarks/rss_memory.py
 
 BATCH = 1000
 QUERIES = """
@@ -51,34 +53,6 @@ same_author: S//item->i[./author->a][./guid->g] FOLLOWED BY {a = b AND g = r, IN
 thread: S//item->i[./guid->g] FOLLOWED BY {g = r, INF} S//item->j[./ref->r][./guid->h]
     FOLLOWED BY {h = s, INF} S//item->k[./ref->s];
 """
-
-
-def current_rss() -> int:
-    """Resident set size of this process now, bytes (Linux ``/proc``)."""
-    with open("/proc/self/statm", encoding="ascii") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakRss:
-    """Samples this process's RSS every 20 ms in a thread; ``peak`` = the largest seen."""
-
-    def __init__(self) -> None:
-        self.peak = current_rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, current_rss())
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, current_rss())
 
 
 def items(count: int, authors: int, seed: int) -> list[dict[str, Any]]:
@@ -118,7 +92,7 @@ def measure(mode: str, count: int, authors: int, hold_mb: int, work: Path) -> di
     seconds: list[float] = []
     start_rss = current_rss()
     began = time.perf_counter()
-    with PeakRss() as rss:
+    with PeakRss(period=0.02) as rss:
         for batch_id, lo in enumerate(range(0, count, BATCH)):
             started = time.perf_counter()
             pipeline.process_rows(batch_id, rows[lo : lo + BATCH])

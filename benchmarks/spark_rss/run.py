@@ -52,8 +52,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import workload  # sibling module of this script
+from rss_memory import PeakRss, current_rss  # benchmarks/rss_memory.py
 
 LEAVES = 8
 BATCH_RECORDS = 2000
@@ -64,34 +66,6 @@ MEMORY_LIMIT = 11 * 2**30
 
 
 # ----------------------------------------------------------------- memory
-def current_rss() -> int:
-    """Resident set size of this process now, bytes (Linux ``/proc``)."""
-    with open("/proc/self/statm", encoding="ascii") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakRss:
-    """Samples this process's RSS every 50 ms in a thread; ``peak`` = the largest seen."""
-
-    def __init__(self) -> None:
-        self.peak = current_rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            self.peak = max(self.peak, current_rss())
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, current_rss())
-
-
 def descendants(pid: int) -> list[int]:
     """Process ids of every descendant of ``pid`` (Linux ``/proc``)."""
     children: dict[int, list[int]] = {}
