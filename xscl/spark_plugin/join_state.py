@@ -5,9 +5,10 @@ earlier documents it can join with: those sharing a string value with it (the
 thesis's R_L slices, 6.5), and for templates of K blocks those reached through up
 to K-1 such hops. ``JoinStateStore`` keeps every stored document (its witness
 relations, thesis 6.3.1 Algorithm 2, and its XML for the result records) in an
-SQLite database with an index by string value, so the driver's memory holds only
-what one micro-batch can reach, and ``INF`` windows grow a file on disk, not the
-heap (DESIGN.md invariant 4). Why not Spark's RocksDB state store is recorded in
+SQLite database with an index by string value, so the driver's memory holds what
+one micro-batch can reach plus a bounded set of recently used documents (the
+pipeline's ``hold_bytes``), and ``INF`` windows grow a file on disk, not the heap
+(DESIGN.md invariant 4). Why not Spark's RocksDB state store is recorded in
 docs/architecture.md ("Join state on disk").
 
 Per micro-batch (driver, once per batch and per replay of it):
