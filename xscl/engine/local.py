@@ -242,12 +242,13 @@ class LocalEngine:
         self.cache.add(doc)
         heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
 
-    def forget(self, doc: DocState) -> None:
-        """Drop a stored document the caller keeps elsewhere (see ``reset_documents``)."""
-        if self.docs.get(doc.key) is doc:
+    def forget(self, docs: Iterable[DocState]) -> None:
+        """Drop stored documents the caller keeps elsewhere (see ``reset_documents``)."""
+        present = [doc for doc in docs if self.docs.get(doc.key) is doc]
+        for doc in present:
             del self.docs[doc.key]
-            self.cache.remove(doc)
             self.seen.discard(doc.key)
+        self.cache.remove_many(present)
 
     def next_batch(self) -> None:
         """Between batches of a caller that keeps the join state elsewhere and lets the
@@ -450,12 +451,15 @@ class LocalEngine:
         if reach is None:
             return
         horizon = self.max_ts - self.allowed_lateness - reach
+        evicted = []
         while self._by_ts and self._by_ts[0][0] < horizon:
             _, _, key = heapq.heappop(self._by_ts)
             doc = self.docs.pop(key, None)
             if doc is not None:
-                self.cache.remove(doc)
-                self.stats.evicted += 1
+                evicted.append(doc)
+        if evicted:
+            self.cache.remove_many(evicted)  # each slice filtered once
+            self.stats.evicted += len(evicted)
         # a result whose last document is past the horizon can never be produced again
         while self._emitted_by_end and self._emitted_by_end[0][0] < horizon:
             self.emitted.discard(heapq.heappop(self._emitted_by_end)[1])

@@ -101,8 +101,16 @@ class ViewCache:
 
     def remove(self, doc: DocState) -> None:
         """Forget an evicted document."""
-        for strval in {s for _, _, s in doc.value_rows if s}:
-            self._stored[strval] -= 1
+        self.remove_many([doc])
+
+    def remove_many(self, docs: Iterable[DocState]) -> None:
+        """Forget evicted documents: each touched slice is filtered once, not per document."""
+        gone: dict[str, set[int]] = {}
+        for doc in docs:
+            for strval in {s for _, _, s in doc.value_rows if s}:
+                gone.setdefault(strval, set()).add(id(doc))
+        for strval, ids in gone.items():
+            self._stored[strval] -= len(ids)
             if self._stored[strval] <= 0:
                 del self._stored[strval]
             part = self._slices.get(strval)
@@ -110,7 +118,7 @@ class ViewCache:
                 continue
             removed = 0
             for var in list(part):
-                kept = [entry for entry in part[var] if entry[0] is not doc]
+                kept = [entry for entry in part[var] if id(entry[0]) not in ids]
                 removed += len(part[var]) - len(kept)
                 if kept:
                     part[var] = kept

@@ -283,10 +283,12 @@ class EnginePipeline:
                     resident.move_to_end(key)
             self.loaded_by_batch[batch_id] = self._reach.read
             self._reach = None
+        dropped = []
         while resident and self._resident_bytes > self.hold_bytes:
             _key, doc = resident.popitem(last=False)
             self._resident_bytes -= _held_bytes(doc)
-            engine.forget(doc)
+            dropped.append(doc)
+        engine.forget(dropped)
 
     def _maybe_snapshot(self) -> None:
         """Save the state after a commit, at most every ``snapshot_seconds`` (driver)."""
