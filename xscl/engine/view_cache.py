@@ -106,13 +106,20 @@ class ViewCache:
     def remove_many(self, docs: Iterable[DocState]) -> None:
         """Forget evicted documents: each touched slice is filtered once, not per document."""
         gone: dict[str, set[int]] = {}
+        rows: Counter[str] = Counter()  # ``add`` counts rows, not documents
         for doc in docs:
-            for strval in {s for _, _, s in doc.value_rows if s}:
-                gone.setdefault(strval, set()).add(id(doc))
+            for _, _, strval in doc.value_rows:
+                if strval:
+                    gone.setdefault(strval, set()).add(id(doc))
+                    rows[strval] += 1
         for strval, ids in gone.items():
-            self._stored[strval] -= len(ids)
-            if self._stored[strval] <= 0:
+            self._stored[strval] -= rows[strval]
+            if self._stored[strval] <= 0:  # no stored document holds it any more
                 del self._stored[strval]
+                if strval in self._slices:
+                    del self._slices[strval]
+                    self.rows -= self._sizes.pop(strval)
+                continue
             part = self._slices.get(strval)
             if part is None:
                 continue
