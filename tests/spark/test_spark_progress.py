@@ -89,10 +89,10 @@ def test_a_foreach_batch_job_fills_in_results_watermark_and_state() -> None:
     printer = ProgressPrinter(
         lines.append,
         results={2: 3},
-        job={2: JobFigures("2026-11-05T18:00:00Z", 42)},
+        job={2: JobFigures("2026-11-05T18:00:00Z", 42, 8192)},
     )
     printer.onQueryProgress(_Event())
     assert lines == [
         "[serve] batch 2: 5 docs, 3 results, 0.0 docs/s, 0 ms, "
-        "watermark 2026-11-05T18:00:00Z, lag -, state 42 rows / 0 bytes"
+        "watermark 2026-11-05T18:00:00Z, lag -, state 42 rows / 8192 bytes"
     ]

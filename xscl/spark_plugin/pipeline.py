@@ -425,8 +425,13 @@ class EnginePipeline:
         watermark = None
         if engine.max_ts is not None and engine.allowed_lateness is not None:
             watermark = format_ts(engine.max_ts - engine.allowed_lateness)
-        stored = self.join_state.documents if self.join_state is not None else len(engine.docs)
-        self.figures_by_batch[batch_id] = JobFigures(watermark, stored)
+        store = self.join_state
+        if store is None:
+            self.figures_by_batch[batch_id] = JobFigures(watermark, len(engine.docs))
+        else:
+            self.figures_by_batch[batch_id] = JobFigures(
+                watermark, store.documents, store.bytes_on_disk()
+            )
 
 
 class _StagedResults:

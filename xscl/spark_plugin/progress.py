@@ -97,6 +97,8 @@ class JobFigures:
     watermark: str | None
     #: documents held in the job's join state
     state_rows: int
+    #: the join state's bytes on disk (0 when it is the driver's memory)
+    state_bytes: int = 0
 
 
 def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
@@ -131,7 +133,8 @@ class ProgressPrinter(StreamingQueryListener):
     ``results`` (batch id -> results count) fills in the results of sinks that do
     not report them (``foreachBatch``), when no ``xscl`` observed metric is attached.
     ``job`` (batch id -> ``JobFigures``) fills in what a ``foreachBatch`` job keeps
-    outside Spark: its event-time watermark and its stored documents as state rows.
+    outside Spark: its event-time watermark, its stored documents as state rows and
+    the join state's bytes on disk.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class ProgressPrinter(StreamingQueryListener):
                 figures,
                 watermark=figures.watermark or own.watermark,
                 state_rows=figures.state_rows or own.state_rows,
+                state_bytes=figures.state_bytes or own.state_bytes,
             )
         with self._changed:
             self.batches.append(figures)
