@@ -26,7 +26,8 @@ from tests.engine_local.workloads import Doc, random_workload
 from xscl import reference
 from xscl.engine import LocalEngine
 from xscl.lang.parser import parse_queries
-from xscl.spark_plugin.join_state import JoinStateError, JoinStateStore
+from xscl.spark_plugin.errors import JoinStateError, JoinStateMismatchError
+from xscl.spark_plugin.join_state import JoinStateStore
 from xscl.spark_plugin.pipeline import EnginePipeline
 from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.witness_task import witness_batch
@@ -234,7 +235,7 @@ def test_a_state_file_of_another_format_is_refused(tmp_path: Path) -> None:
 
     with sqlite3.connect(path) as db:
         db.execute("UPDATE meta SET value = 999 WHERE key = 'format'")
-    with pytest.raises(JoinStateError, match="format 999"):
+    with pytest.raises(JoinStateError, match=r"XSCL-S006 .* format 999"):
         JoinStateStore(path)
 
 
@@ -246,7 +247,7 @@ def test_a_lost_state_file_is_a_clear_error(tmp_path: Path) -> None:
     pipeline.join_state.close()
     (tmp_path / "state" / "join.sqlite").unlink()
     fresh = _pipeline(text, tmp_path)
-    with pytest.raises(RuntimeError, match="checkpoint and the join state disagree"):
+    with pytest.raises(JoinStateMismatchError, match=r"XSCL-S007 .*join state disagree"):
         fresh.process_rows(1, _rows(docs[3:], start=3))
 
 

@@ -17,6 +17,8 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-S003": "the spool cannot be read",
     "XSCL-S004": "a results directory holds a file it cannot understand",
     "XSCL-S005": "the streaming query of a batch run failed; nothing was written",
+    "XSCL-S006": "the join state file was written in another format",
+    "XSCL-S007": "the join state and the checkpoint disagree on where the spool was left",
     "XSCL-S010": "a subscribed query file has invalid queries (xscl.spark_plugin.subscriptions)",
     "XSCL-S011": "a subscribed query id is already taken",
     "XSCL-S012": "an unsubscribed query id is not subscribed",
@@ -60,3 +62,15 @@ class SparkBatchError(_Coded, RuntimeError):
     """The streaming query of ``xscl run --engine spark`` failed; nothing was written."""
 
     code = "XSCL-S005"
+
+
+class JoinStateError(_Coded, RuntimeError):
+    """The join state file was written by another format (``join_state.FORMAT``)."""
+
+    code = "XSCL-S006"
+
+
+class JoinStateMismatchError(_Coded, RuntimeError):
+    """A batch starts at another spool offset than the join state ends at."""
+
+    code = "XSCL-S007"

@@ -9,7 +9,7 @@ SQLite database with an index by string value, so the driver's memory holds what
 one micro-batch can reach plus a bounded set of recently used documents (the
 pipeline's ``hold_bytes``), and ``INF`` windows grow a file on disk, not the heap
 (DESIGN.md invariant 4). Why not Spark's RocksDB state store is recorded in
-docs/architecture.md ("Join state on disk").
+docs/architecture.md ("Decision: the join state on disk").
 
 Per micro-batch (driver, once per batch and per replay of it):
 
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from xscl.engine.state import DocState
+from xscl.spark_plugin.errors import JoinStateError
 
 #: The store's file name under ``HOME/state/NAME``.
 JOIN_STATE_FILE = "join.sqlite"
@@ -64,12 +65,6 @@ CREATE TABLE IF NOT EXISTS batches (
     batch INTEGER PRIMARY KEY, max_ts INTEGER, next_offset INTEGER NOT NULL,
     docs INTEGER NOT NULL);
 """
-
-
-class JoinStateError(RuntimeError):
-    """The join state file cannot be used (written by another format); code XSCL-S001."""
-
-    code = "XSCL-S001"
 
 
 @dataclass(frozen=True)

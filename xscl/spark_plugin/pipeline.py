@@ -18,7 +18,7 @@ Per micro-batch (driver, once per batch and per replay of it):
    beside them, then each query's Atom feed is updated.
 
 Where the join state lives, two ways (measured side by side in
-``benchmarks/spark_rss``; docs/architecture.md, "Join state on disk"):
+``benchmarks/spark_rss``; docs/architecture.md, "Decision: the join state on disk"):
 
 * **on disk** (``join_state``, the default of ``xscl serve``): the stored
   documents and their string-value index are a ``JoinStateStore`` (SQLite under
@@ -58,6 +58,7 @@ from xscl.engine.state import DocState
 from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
+from xscl.spark_plugin.errors import JoinStateMismatchError
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
 from xscl.spark_plugin.join_state import JoinStateStore, ReachableDocuments
 from xscl.spark_plugin.progress import JobFigures
@@ -225,7 +226,7 @@ class EnginePipeline:
         start = store.begin(batch_id)
         first = rows[0]["offset"]
         if (start.next_offset or 0) != first:
-            raise RuntimeError(
+            raise JoinStateMismatchError(
                 f"batch {batch_id} starts at spool offset {first}, but the join state "
                 f"{store.path} ends at {start.next_offset or 0}: the checkpoint and the "
                 "join state disagree (were they moved or deleted separately?)"
