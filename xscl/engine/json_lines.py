@@ -29,8 +29,6 @@ from xscl.engine.output import ResultRecord
 MIN_CACHED_CHARS = 512
 #: Escaped bytes kept before the cache starts over.
 DEFAULT_CACHE_BYTES = 64 * 2**20
-
-
 #: Document lists (as JSON) kept before that cache starts over.
 _DOCS_CAPACITY = 4096
 

@@ -223,8 +223,10 @@ class LocalEngine:
         """Forget every stored document, keeping queries, statistics and caches of plans.
 
         For a caller that keeps the join state itself (the Spark job's
-        ``JoinStateStore``): before each batch it resets the engine to the watermark
-        the batch starts from and ``store``s the stored documents the batch can reach.
+        ``JoinStateStore``): it resets the engine to the watermark a batch starts from
+        whenever the engine's documents may not be that state's (a first batch, a
+        replay), ``store``s the stored documents the batch can reach, ``forget``s
+        what it stops holding and calls ``next_batch`` between batches.
         """
         self.docs = {}
         self.seen = set()
