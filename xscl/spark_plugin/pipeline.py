@@ -229,7 +229,9 @@ class EnginePipeline:
             raise JoinStateMismatchError(
                 f"batch {batch_id} starts at spool offset {first}, but the join state "
                 f"{store.path} ends at {start.next_offset or 0}: the checkpoint and the "
-                "join state disagree (were they moved or deleted separately?)"
+                "join state disagree (were they moved or deleted separately, or did this job "
+                "run with --join-state memory before? then keep that option, or start a new "
+                "--name)"
             )
         if batch_id == self._continues and engine.max_ts == start.max_ts:
             engine.next_batch()  # the documents it holds are this state's, committed
