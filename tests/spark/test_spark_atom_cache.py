@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
@@ -338,3 +338,25 @@ def test_a_restart_reads_its_own_feeds_without_lxml(
     assert restarted.update([_record("q", 9)]) == {"q": 6}
     monkeypatch.undo()
     assert len(parsed_feed(tmp_path / "q.atom")["entries"]) == 6
+
+
+#: pieces of result XML, with what CDATA and XML 1.0 make special
+XML_PIECES = ["<x>", "a", "]", ">", "]]>", "\r", "\x01", "é", "\ufffe", "</x>"]
+
+
+@settings(max_examples=120, deadline=None)
+@example(parts=["<x>a]", "]>"], cache_bytes=1 << 20)  # "]]>" across two pieces
+@example(parts=["<x>]]", ">b</x>"], cache_bytes=1 << 20)
+@example(parts=["<x>", "\r", "</x>"], cache_bytes=1 << 20)
+@given(
+    parts=st.lists(st.lists(st.sampled_from(XML_PIECES), max_size=5).map("".join), max_size=5),
+    cache_bytes=st.sampled_from([0, 40, 1 << 20]),
+)
+def test_content_from_pieces_equals_content_of_the_whole(
+    parts: list[str], cache_bytes: int
+) -> None:
+    """A result's CDATA made from its cached XML pieces is byte for byte the whole's."""
+    writer = AtomFeedWriter("unused", cache_bytes=cache_bytes)
+    record = {"xml": "".join(parts), "xml_parts": tuple(parts)}
+    for _ in range(2):  # cold, then from the piece cache
+        assert writer._content(record) == atom.character_data("".join(parts))

@@ -141,9 +141,10 @@ def entry_id_of(record: Mapping[str, Any]) -> str:
 
 
 def render_entry(
-    entry_id: str, updated_micros: int, title: str, hrefs: Iterable[str], content: str
+    entry_id: str, updated_micros: int, title: str, hrefs: Iterable[str], content: str | bytes
 ) -> FeedEntry:
-    """One ``<entry>`` element (indented as in the feed) from its fields."""
+    """One ``<entry>`` element (indented as in the feed) from its fields; ``content``
+    as text, or already as ``character_data`` gives it."""
     links = b"".join(
         b'    <link rel="related" href="' + escape_attribute(href) + b'"/>\n' for href in hrefs
     )
@@ -158,22 +159,26 @@ def render_entry(
             b"</updated>\n",
             links,
             b'    <content type="text">',
-            character_data(content),
+            character_data(content) if isinstance(content, str) else content,
             b"</content>\n  </entry>\n",
         )
     )
     return FeedEntry(updated_micros, entry_id, data)
 
 
-def entry_of(record: Mapping[str, Any], end_micros: int | None = None) -> FeedEntry:
-    """The Atom entry of one result record (``end_micros``: its end time, if known)."""
+def entry_of(
+    record: Mapping[str, Any], end_micros: int | None = None, content: bytes | None = None
+) -> FeedEntry:
+    """The Atom entry of one result record (``end_micros``: its end time, if known;
+    ``content``: its XML as ``character_data``, if already made)."""
     updated = result_end_micros(record) if end_micros is None else end_micros
     docids = [str(doc["docid"]) for doc in record["docs"]]
     title = f"{record['query']}: " + ", ".join(
         f"{doc['stream']}/{docid}" for doc, docid in zip(record["docs"], docids, strict=True)
     )
     hrefs = [docid for docid in docids if _is_url(docid)]
-    return render_entry(entry_id_of(record), updated, title, hrefs, str(record.get("xml", "")))
+    body = str(record.get("xml", "")) if content is None else content
+    return render_entry(entry_id_of(record), updated, title, hrefs, body)
 
 
 def _safe_parser() -> etree.XMLParser:
@@ -361,6 +366,10 @@ class AtomFeedWriter:
         #: per query, least recently written first
         self._cache: OrderedDict[str, _CachedFeed] = OrderedDict()
         self._cached_size = 0
+        #: XML piece -> its CDATA body ("\r" when it needs escaping), bounded by a
+        #: quarter of ``cache_bytes``
+        self._pieces: dict[str, bytes] = {}
+        self._pieces_size = 0
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
@@ -432,9 +441,34 @@ class AtomFeedWriter:
         keys = [(e.updated_micros, i) for i, e in current.items() if i not in fresh]
         keys.extend((end, i) for i, (end, _record) in fresh.items())
         return [
-            entry_of(fresh[i][1], end) if i in fresh else current[i]
+            entry_of(fresh[i][1], end, self._content(fresh[i][1])) if i in fresh else current[i]
             for end, i in heapq.nlargest(self.max_entries, keys)
         ]
+
+    def _content(self, record: Mapping[str, Any]) -> bytes:
+        """``character_data`` of the record's XML, from its pieces when it has them
+        (``xml_parts``: a ``SELECT *`` result's elements, shared by every result of the
+        same documents), each piece converted once."""
+        parts = record.get("xml_parts")
+        if parts is None:
+            return character_data(str(record.get("xml", "")))
+        bodies = []
+        for part in parts:
+            body = self._pieces.get(part)
+            if body is None:
+                data = _utf8(part)
+                body = b"\r" if b"\r" in data else data.replace(b"]]>", b"]]]]><![CDATA[>")
+                if self._pieces_size + len(body) > self.cache_bytes // 4:
+                    self._pieces.clear()
+                    self._pieces_size = 0
+                self._pieces[part] = body
+                self._pieces_size += len(body)
+            bodies.append(body)
+        # a carriage return means escaped text, and a piece ending in "]" could form
+        # "]]>" with the next: both are rare, and then the whole text is converted
+        if any(b == b"\r" or b.endswith(b"]") for b in bodies):
+            return character_data("".join(parts))
+        return b"".join((b"<![CDATA[", *bodies, b"]]>"))
 
     def _remember(
         self, query_id: str, entries: list[FeedEntry], stamp: tuple[int, int, int] | None

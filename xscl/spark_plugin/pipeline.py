@@ -482,6 +482,7 @@ def _feed_record(result: ResultRecord) -> dict[str, Any]:
         "result_id": result.result_id,
         "docs": [{"stream": s, "docid": d} for s, d, _ in result.docs],
         "xml": result.xml,
+        "xml_parts": result.xml_parts,
     }
 
 
