@@ -24,6 +24,7 @@ import json
 
 from xscl.connectors.document import format_ts
 from xscl.engine.output import ResultRecord
+from xscl.engine.pieces import PieceCache
 
 #: Pieces shorter than this are escaped each time (a lookup would cost as much).
 MIN_CACHED_CHARS = 512
@@ -46,9 +47,7 @@ class JsonLineEncoder:
     """Encodes result records as JSON lines; see the module docstring. One per writer."""
 
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.cache_bytes = cache_bytes
-        self._pieces: dict[str, bytes] = {}
-        self._size = 0
+        self._pieces = PieceCache(cache_bytes)
         self._docs: dict[tuple[tuple[str, str, int], ...], bytes] = {}
 
     def encode(self, record: ResultRecord) -> bytes:
@@ -81,12 +80,4 @@ class JsonLineEncoder:
     def _piece(self, text: str) -> bytes:
         if len(text) < MIN_CACHED_CHARS:
             return _escaped(text)
-        done = self._pieces.get(text)
-        if done is None:
-            done = _escaped(text)
-            if self._size + len(done) > self.cache_bytes:
-                self._pieces.clear()
-                self._size = 0
-            self._pieces[text] = done
-            self._size += len(done)
-        return done
+        return self._pieces.get(text, _escaped)

@@ -47,6 +47,7 @@ from lxml import etree
 
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
+from xscl.engine.pieces import PieceCache
 from xscl.spark_plugin.results_sink import read_results
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
@@ -105,10 +106,17 @@ def character_data(text: str) -> bytes:
     Markup-heavy text (result XML) grows 14-19% when escaped. Text with ``\\r`` is
     escaped instead: a CDATA section cannot keep it from becoming ``\\n``.
     """
-    data = _utf8(text)
-    if b"\r" in data:
+    body = _cdata_body(text)
+    if body == b"\r":
         return escape_text(text)
-    return b"<![CDATA[" + data.replace(b"]]>", b"]]]]><![CDATA[>") + b"]]>"
+    return b"<![CDATA[" + body + b"]]>"
+
+
+def _cdata_body(piece: str) -> bytes:
+    """A piece's share of ``character_data``'s CDATA (``]]>`` split), or ``b"\\r"``
+    when it holds a carriage return (then the whole text is escaped instead)."""
+    data = _utf8(piece)
+    return b"\r" if b"\r" in data else data.replace(b"]]>", b"]]]]><![CDATA[>")
 
 
 def escape_attribute(text: str) -> bytes:
@@ -366,10 +374,8 @@ class AtomFeedWriter:
         #: per query, least recently written first
         self._cache: OrderedDict[str, _CachedFeed] = OrderedDict()
         self._cached_size = 0
-        #: XML piece -> its CDATA body ("\r" when it needs escaping), bounded by a
-        #: quarter of ``cache_bytes``
-        self._pieces: dict[str, bytes] = {}
-        self._pieces_size = 0
+        #: XML piece -> its CDATA body (``_cdata_body``), a quarter of ``cache_bytes``
+        self._pieces = PieceCache(cache_bytes // 4)
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
@@ -452,18 +458,7 @@ class AtomFeedWriter:
         parts = record.get("xml_parts")
         if parts is None:
             return character_data(str(record.get("xml", "")))
-        bodies = []
-        for part in parts:
-            body = self._pieces.get(part)
-            if body is None:
-                data = _utf8(part)
-                body = b"\r" if b"\r" in data else data.replace(b"]]>", b"]]]]><![CDATA[>")
-                if self._pieces_size + len(body) > self.cache_bytes // 4:
-                    self._pieces.clear()
-                    self._pieces_size = 0
-                self._pieces[part] = body
-                self._pieces_size += len(body)
-            bodies.append(body)
+        bodies = [self._pieces.get(part, _cdata_body) for part in parts]
         # a carriage return means escaped text, and a piece ending in "]" could form
         # "]]>" with the next: both are rare, and then the whole text is converted
         if any(b == b"\r" or b.endswith(b"]") for b in bodies):

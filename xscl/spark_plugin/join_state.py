@@ -117,9 +117,7 @@ class JoinStateStore:
             self._db.execute("ROLLBACK")
         self._db.execute("BEGIN IMMEDIATE")
         self._open = batch_id
-        stale = "SELECT id FROM docs WHERE batch >= ?"
-        self._db.execute(f"DELETE FROM strings WHERE doc IN ({stale})", (batch_id,))
-        self._db.execute("DELETE FROM docs WHERE batch >= ?", (batch_id,))
+        self._delete_docs("batch >= ?", batch_id)
         self._db.execute("DELETE FROM batches WHERE batch >= ?", (batch_id,))
         row = self._db.execute(
             "SELECT max_ts, next_offset, docs FROM batches ORDER BY batch DESC LIMIT 1"
@@ -131,11 +129,17 @@ class JoinStateStore:
     def evict(self, horizon: int) -> int:
         """Drop the stored documents older than ``horizon``; how many went."""
         self._require_open()
-        old = "SELECT id FROM docs WHERE ts < ?"
-        self._db.execute(f"DELETE FROM strings WHERE doc IN ({old})", (horizon,))
-        gone = self._db.execute("DELETE FROM docs WHERE ts < ?", (horizon,)).rowcount
+        gone = self._delete_docs("ts < ?", horizon)
         self._count -= gone
         return gone
+
+    def _delete_docs(self, where: str, value: int) -> int:
+        """Delete the documents matching ``where`` and their strings; how many."""
+        self._db.execute(
+            f"DELETE FROM strings WHERE doc IN (SELECT id FROM docs WHERE {where})", (value,)
+        )
+        rowcount: int = self._db.execute(f"DELETE FROM docs WHERE {where}", (value,)).rowcount
+        return rowcount
 
     def reachable(self, strings: Iterable[str], lo: int | None, hi: int | None) -> list[int]:
         """Ids of the stored documents sharing one of ``strings``, timestamped in [lo, hi]."""
