@@ -43,6 +43,19 @@ def test_random_workloads_equal_reference(seed: int) -> None:
     assert engine_results(text, docs) == expected, text
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**9))
+def test_queries_repeated_under_other_ids_equal_reference(seed: int) -> None:
+    """Each query twice, under two ids: the second is registered from the shape memo."""
+    text, docs = random_workload(seed, queries=3)
+    again = text.replace("Q", "R")  # the ids are the only 'Q's in the text
+    both = f"{text};\n{again}"
+    engine = LocalEngine(parse_queries(both))
+    assert engine.shapes.hits >= 3
+    got = canonical(engine.process(docs))
+    assert got == reference_results(both, docs), both
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10**9))
 def test_arrival_order_and_redelivery_do_not_change_results(seed: int) -> None:

@@ -66,8 +66,11 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
     for query in {r["query"] for r in expected}:
         parsed = feedparser.parse(str(feeds / f"{query}.atom"))
         assert not parsed.bozo
-        ids = {e.id for e in parsed.entries}
-        assert ids == {f"urn:xscl:result:{r['result_id']}" for r in expected if r["query"] == query}
+        entries = {e.id: e.content[0].value for e in parsed.entries}
+        # each entry's content is its result's XML (a SELECT * result's, from its pieces)
+        assert entries == {
+            f"urn:xscl:result:{r['result_id']}": r["xml"] for r in expected if r["query"] == query
+        }
 
 
 def test_bad_queries_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,10 +38,10 @@ from xscl.engine.stage1_claims import Requirement, Stage1Claims
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.lang.ast import Query
-from xscl.lang.normal_form import normalize
 from xscl.lang.normal_form.model import NormalQuery, VarDef
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
+from xscl.templates.shapes import ShapeMemo
 from xscl.xpath import DocumentRows, Stage1, Stage1Error
 
 #: document tuples whose shared record parts are remembered before the memo is reset
@@ -120,7 +120,9 @@ class LocalEngine:
         self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
         #: queries added with ``only_new_documents``: the first document seq they see
         self._since: dict[str, int] = {}
-        normal = [q if isinstance(q, NormalQuery) else normalize(q) for q in queries]
+        #: normal forms and template assignments, computed once per query shape
+        self.shapes = ShapeMemo()
+        normal = [q if isinstance(q, NormalQuery) else self.shapes.normal(q) for q in queries]
         check_publish_cycles(normal)
         for query in normal:
             self.add_query(query)
@@ -136,7 +138,7 @@ class LocalEngine:
         before its definitions were required, so any other rule would depend on which
         definitions it happens to share with older queries.
         """
-        normal = query if isinstance(query, NormalQuery) else normalize(query)
+        normal = query if isinstance(query, NormalQuery) else self.shapes.normal(query)
         if normal.query.publish is not None:  # only a publishing query can close a cycle
             publishers = [self.normal[qid] for qid in self.publish if qid != normal.qid]
             check_publish_cycles([*publishers, normal])
@@ -146,7 +148,7 @@ class LocalEngine:
         claims = Stage1Claims(self.stage1, self._claim_counts)
         self._registering = claims
         try:
-            row = self.registry.add(normal)
+            row = self.registry.add_assignment(self.shapes.assignment(normal))
         finally:
             self._registering = None
         self._claims[normal.qid] = claims

@@ -167,7 +167,9 @@ class SubscriptionLog:
         from xscl.engine.local import PublishCycleError, check_publish_cycles
 
         try:
-            check_publish_cycles([normalize(q) for q in [*current.values(), *good]])
+            # only a publishing query can be on a cycle: the others are not normalised
+            publishing = [q for q in [*current.values(), *good] if q.publish is not None]
+            check_publish_cycles([normalize(q) for q in publishing])
         except PublishCycleError as exc:
             raise SubscriptionError(PUBLISH_CYCLE, str(exc)) from exc
         return self._append("subscribe", [q.qid for q in good], text, source)

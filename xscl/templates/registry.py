@@ -83,6 +83,7 @@ class TemplateRegistry:
         return self.add_assignment(assign_template(query))
 
     def add_assignment(self, assignment: TemplateAssignment) -> QueryRow:
+        """Register an already computed assignment (``ShapeMemo`` reuses them); return its row."""
         if assignment.qid in self._template_of:
             self.remove(assignment.qid)
         table = self._tables.get(assignment.template)
