@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ def plain_record(engine: LocalEngine, match: Match) -> ResultRecord:
         docs=tuple((d.stream, d.docid, d.ts) for d in docs),
         nodes=tuple(sorted(join_nodes.items())),
         values=tuple(sorted(values.items())),
-        xml=engine.outputs[row.qid].build_xml(docs, join_nodes, DocumentTrees()),
+        built_xml=engine.outputs[row.qid].build_xml(docs, join_nodes, DocumentTrees()),
         start_micros=min(ts),
         end_micros=max(ts),
     )
@@ -72,3 +73,24 @@ def test_ids_needing_json_escapes_give_the_same_records() -> None:
     docs = [replace(d, docid=f"{odd[i % len(odd)]}{i}") for i, d in enumerate(docs)]
     docs += [replace(d, docid=d.docid + "-again", ts_micros=d.ts_micros + 1) for d in docs]
     assert check_every_match(text, docs) > 0
+
+
+def test_a_record_given_in_pieces_equals_the_record_given_whole() -> None:
+    fields = {
+        "query": "Q",
+        "result_id": "0" * 32,
+        "docs": (("S", "d1", 0),),
+        "nodes": (("x", "1"),),
+        "values": (("x", "v"),),
+        "start_micros": 0,
+        "end_micros": 0,
+    }
+    pieces = ResultRecord(**fields, xml_parts=('<result query="Q">', "<a>v</a>", "</result>"))
+    whole = ResultRecord(**fields, built_xml='<result query="Q"><a>v</a></result>')
+    assert pieces.xml == whole.xml and pieces == whole and hash(pieces) == hash(whole)
+    assert pieces.to_json_line() == whole.to_json_line()
+    assert pieces != ResultRecord(**fields, built_xml="<result/>")
+    with pytest.raises(ValueError, match="exactly one"):
+        ResultRecord(**fields)
+    with pytest.raises(ValueError, match="exactly one"):
+        ResultRecord(**fields, built_xml="<r/>", xml_parts=("<r/>",))

@@ -49,21 +49,59 @@ def result_id(query_id: str, docs: Sequence[tuple[str, str]], nodes: Mapping[str
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ResultRecord:
-    """One result (spec section 4); ``start``/``end`` are the match's interval."""
+    """One result (spec section 4); ``start``/``end`` are the match's interval.
+
+    Its XML is given whole (``built_xml``) or, for ``SELECT *``, as pieces
+    (``xml_parts``: the documents' own element texts, shared by every result of
+    the same documents). ``xml`` joins the pieces only when read: the sinks
+    encode the pieces, and joining ~17 KB per result cost 7.5% of a micro-batch
+    at 100k subscriptions (docs/benchmarks.md). Records compare by their fields
+    and ``xml``, however it was given.
+    """
 
     query: str
     result_id: str
     docs: tuple[tuple[str, str, int], ...]
     nodes: tuple[tuple[str, str], ...]
     values: tuple[tuple[str, str], ...]
-    xml: str
     start_micros: int
     end_micros: int
-    #: ``xml`` as the pieces it was joined from, when it was (``SELECT *``): large
-    #: pieces are shared by every result of the same documents (``json_lines``)
-    xml_parts: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    built_xml: str | None = None
+    xml_parts: tuple[str, ...] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if (self.built_xml is None) == (self.xml_parts is None):
+            raise ValueError("a result record needs exactly one of built_xml and xml_parts")
+
+    @cached_property
+    def xml(self) -> str:
+        """The result's XML (spec section 4)."""
+        if self.built_xml is not None:
+            return self.built_xml
+        assert self.xml_parts is not None
+        return "".join(self.xml_parts)
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.query,
+            self.result_id,
+            self.docs,
+            self.nodes,
+            self.values,
+            self.xml,
+            self.start_micros,
+            self.end_micros,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResultRecord):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def to_json_dict(self) -> dict[str, Any]:
         return {

@@ -142,19 +142,18 @@ def build_record(
         for (name, _, block), node in zip(plan.joins, picked, strict=True)
     ]
     pieces = _select_all_parts(plan, docs, info, nodes) if plan.select_all else None
+    built = None
     if pieces is None:
-        xml = plan.output.build_xml(docs, dict(zip(plan.names, picked, strict=True)), trees)
-    else:
-        xml = "".join(pieces)  # one copy of the (often large) element texts, not one per block
+        built = plan.output.build_xml(docs, dict(zip(plan.names, picked, strict=True)), trees)
     return ResultRecord(
         query=plan.qid,
         result_id=hashlib.sha256(text.encode("utf-8")).hexdigest()[:32],
         docs=info.refs,
         nodes=tuple(zip(plan.names, picked, strict=True)),
         values=tuple(values),
-        xml=xml,
         start_micros=info.start,
         end_micros=info.end,
+        built_xml=built,
         xml_parts=pieces,
     )
 

@@ -478,11 +478,11 @@ class _StagedResults:
 def _feed_record(result: ResultRecord) -> dict[str, Any]:
     """What the Atom writer reads of a result (its end time is passed beside it).
 
-    A ``SELECT *`` result gives its pieces only: they are the documents' own
-    strings, while its joined ``xml`` is a copy per result (~20 KB on the feed
-    benchmark). The writer buffers up to 200 results per query until the batch
-    ends, so holding the copies grew the driver past 11 GiB within the first
-    batch at 100k subscriptions (docs/benchmarks.md).
+    A ``SELECT *`` result gives its pieces only (the documents' own strings), never
+    its joined ``xml`` (a copy per result, ~17 KB on the feed benchmark): the
+    writer buffers up to 200 results per query until the batch ends, and holding
+    the copies grew the driver past 11 GiB within the first batch at 100k
+    subscriptions (docs/benchmarks.md).
     """
     record: dict[str, Any] = {
         "query": result.query,
