@@ -7,7 +7,9 @@ step reads the id. Large subscription sets repeat shapes: the benchmark's
 generated 10k subscriptions have 4,985 distinct shapes, its 100k have 34,392
 (the thesis's generator draws from a few leaves, 6.6.1), and services see many
 users subscribe the same query. Registration is the engines' start-up cost,
-so ``ShapeMemo`` computes each shape once.
+so ``ShapeMemo`` computes each shape once. Measured (benchmarks/registration):
+1.27x on normalisation and assignment at 100k subscriptions; nothing at 1k
+and 10k, where the normal form's own LRU caches already catch the repeats.
 
 Example::
 
