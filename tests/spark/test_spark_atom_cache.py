@@ -170,6 +170,7 @@ def record_pool(draw: st.DrawFn) -> list[dict[str, Any]]:
     cache_bytes=st.sampled_from([0, 1500, atom.DEFAULT_CACHE_BYTES]),
     restarts=st.lists(st.booleans(), min_size=5, max_size=5),
     use_end=st.booleans(),
+    io_threads=st.sampled_from([1, 2, 4]),
 )
 def test_cached_writer_matches_the_lxml_reference(
     tmp_path_factory: pytest.TempPathFactory,
@@ -179,14 +180,16 @@ def test_cached_writer_matches_the_lxml_reference(
     cache_bytes: int,
     restarts: list[bool],
     use_end: bool,
+    io_threads: int,
 ) -> None:
     new_dir = tmp_path_factory.mktemp("new")
     ref_dir = tmp_path_factory.mktemp("ref")
     reference = ReferenceWriter(ref_dir, max_entries)
-    writer = AtomFeedWriter(new_dir, max_entries=max_entries, cache_bytes=cache_bytes)
+    options = {"max_entries": max_entries, "cache_bytes": cache_bytes, "io_threads": io_threads}
+    writer = AtomFeedWriter(new_dir, **options)
     for batch_no, batch in enumerate(picks):
         if restarts[batch_no]:
-            writer = AtomFeedWriter(new_dir, max_entries=max_entries, cache_bytes=cache_bytes)
+            writer = AtomFeedWriter(new_dir, **options)
         records = [pool[i % len(pool)] for i in batch]
         for record in records:
             end = max(parse_ts(doc["ts"]) for doc in record["docs"]) if use_end else None
@@ -298,6 +301,50 @@ def test_invalid_arguments_are_refused(tmp_path: Path) -> None:
         AtomFeedWriter(tmp_path, max_entries=0)
     with pytest.raises(ValueError, match="cache_bytes"):
         AtomFeedWriter(tmp_path, cache_bytes=-1)
+    with pytest.raises(ValueError, match="io_threads"):
+        AtomFeedWriter(tmp_path, io_threads=0)
+
+
+def test_threads_write_the_same_feeds_as_one(tmp_path: Path) -> None:
+    """More feeds than the writes allowed in flight, over flushes that evict and re-read."""
+    batches = [
+        [_record(f"Q{q:02d}", 100 * b + q, f"<r>{b}</r>" * (q + 1)) for q in range(40)]
+        for b in range(3)
+    ]
+    feeds = {}
+    for threads in (1, 3):
+        folder = tmp_path / str(threads)
+        writer = AtomFeedWriter(folder, max_entries=2, cache_bytes=8_000, io_threads=threads)
+        assert [writer.update(batch) for batch in batches] == [
+            {f"Q{q:02d}": n for q in range(40)} for n in (1, 2, 2)
+        ]
+        feeds[threads] = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert len(feeds[1]) == 40
+    assert feeds[1] == feeds[3]
+
+
+def test_a_failed_feed_write_fails_the_flush_after_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = atom.write_atomically
+
+    def failing(target: Path, data: bytes, *, sync_dir: bool = True) -> None:
+        if target.name == "Q03.atom":
+            raise OSError(28, "No space left on device")
+        real(target, data, sync_dir=sync_dir)
+
+    monkeypatch.setattr(atom, "write_atomically", failing)
+    writer = AtomFeedWriter(tmp_path, io_threads=2)
+    with pytest.raises(OSError, match="No space left"):
+        writer.update([_record(f"Q{q:02d}", q) for q in range(10)])
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert "Q03.atom" not in written and "Q00.atom" in written
+    assert all(name.endswith(".atom") for name in written)  # no temporary file left
+    monkeypatch.setattr(atom, "write_atomically", real)  # the next batch's replay recovers
+    replayed = writer.update([_record(f"Q{q:02d}", q) for q in range(10)])
+    assert replayed == {f"Q{q:02d}": 1 for q in range(10)}
+    for q in range(10):
+        assert len(parsed_feed(tmp_path / f"Q{q:02d}.atom")["entries"]) == 1
 
 
 #: pieces that look like the layout's own boundaries, to be met inside fields
@@ -317,8 +364,9 @@ def test_own_feeds_are_sliced_back_exactly(
     fields: list[tuple[str, int, str, list[str], str]], query: str
 ) -> None:
     """What ``render_feed`` wrote comes back as the same entries without a parse."""
-    entries = [atom.render_entry(f"urn:{i}", t, title, hrefs, body)
-               for i, t, title, hrefs, body in fields]
+    entries = [
+        atom.render_entry(f"urn:{i}", t, title, hrefs, body) for i, t, title, hrefs, body in fields
+    ]
     data = atom.render_feed(query, entries)
     assert atom.own_entries(data) == entries
     etree.fromstring(data)  # and it is well-formed XML

@@ -37,8 +37,9 @@ import heapq
 import logging
 import os
 import re
-from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict, defaultdict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -54,6 +55,8 @@ ATOM_NS = "http://www.w3.org/2005/Atom"
 DEFAULT_MAX_ENTRIES = 200
 #: Default bound of the rendered entries kept in memory, over all feeds.
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+#: Default number of threads writing and fsync-ing feed files during a flush.
+DEFAULT_IO_THREADS = 4
 #: Largest existing feed file read back when merging (larger ones are rebuilt).
 MAX_FEED_BYTES = 64 * 1024 * 1024
 _A = f"{{{ATOM_NS}}}"
@@ -361,11 +364,15 @@ class AtomFeedWriter:
         *,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        io_threads: int = DEFAULT_IO_THREADS,
     ) -> None:
         if max_entries <= 0:
             raise ValueError(f"max_entries must be positive, got {max_entries}")
         if cache_bytes < 0:
             raise ValueError(f"cache_bytes must not be negative, got {cache_bytes}")
+        if io_threads <= 0:
+            raise ValueError(f"io_threads must be positive, got {io_threads}")
+        self.io_threads = io_threads
         self.directory = Path(directory)
         self.max_entries = max_entries
         self.cache_bytes = cache_bytes
@@ -397,23 +404,36 @@ class AtomFeedWriter:
         pending.add(entry_id_of(record), end, record, self.max_entries)
 
     def flush(self) -> dict[str, int]:
-        """Merge the buffered records into their feeds; return entries written per feed."""
+        """Merge the buffered records into their feeds; return entries written per feed.
+
+        Each replaced feed's write, ``fsync`` and rename run on one of ``io_threads``
+        threads while the next feeds are merged and rendered (at most two rendered
+        feeds per thread wait, so memory stays bounded); the flush returns once every
+        rename is durable. A failed write ends the flush with its error once the writes
+        in flight have ended; feeds not yet written keep their old file (the replayed
+        batch writes them).
+        """
         newest, self._newest = self._newest, defaultdict(_PendingFeed)
         if not newest:
             return {}
         self.directory.mkdir(parents=True, exist_ok=True)
         written = {}
         replaced = False
-        for query_id, pending in sorted(newest.items()):
-            path = self.feed_path(query_id)
-            current, stamp = self._current(query_id, path)
-            entries = self._merge(current, pending.records)
-            if stamp is None or not _same_entries(entries, current):
-                write_atomically(path, render_feed(query_id, entries), sync_dir=False)
-                replaced = True
-                stamp = _stamp(path)
-            self._remember(query_id, entries, stamp)
-            written[query_id] = len(entries)
+        with _FeedFiles(self.io_threads) as files:
+            for query_id, pending in sorted(newest.items()):
+                path = self.feed_path(query_id)
+                current, stamp = self._current(query_id, path)
+                entries = self._merge(current, pending.records)
+                if stamp is None or not _same_entries(entries, current):
+                    replaced = True
+                    files.replace(path, render_feed(query_id, entries), query_id, entries)
+                else:
+                    self._remember(query_id, entries, stamp)
+                written[query_id] = len(entries)
+                for done_id, done_entries, done_path in files.finished():
+                    self._remember(done_id, done_entries, _stamp(done_path))
+            for done_id, done_entries, done_path in files.drain():
+                self._remember(done_id, done_entries, _stamp(done_path))
         if replaced:
             fsync_dir(self.directory)  # every feed's rename at once
         return written
@@ -477,6 +497,51 @@ class AtomFeedWriter:
         while self._cached_size > self.cache_bytes:
             _query, evicted = self._cache.popitem(last=False)
             self._cached_size -= evicted.size
+
+
+class _FeedFiles:
+    """Feed files being replaced (``write_atomically``) by a few threads, in order.
+
+    With one thread the write happens in ``replace`` itself. ``finished`` yields the
+    writes completed so far (oldest first, stopping at the first still running);
+    ``drain`` waits for all. Leaving the ``with`` block waits for every write, so no
+    thread outlives a failed flush.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._pool = ThreadPoolExecutor(threads, "xscl-atom") if threads > 1 else None
+        self._pending: deque[tuple[str, list[FeedEntry], Path, Future[None]]] = deque()
+
+    def __enter__(self) -> _FeedFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def replace(self, path: Path, data: bytes, query_id: str, entries: list[FeedEntry]) -> None:
+        if self._pool is None:
+            write_atomically(path, data, sync_dir=False)
+            done: Future[None] = Future()
+            done.set_result(None)
+        else:
+            if len(self._pending) >= 2 * self.threads:  # bound the rendered bytes waiting
+                self._pending[0][3].result()  # the caller's next ``finished`` takes it
+            done = self._pool.submit(write_atomically, path, data, sync_dir=False)
+        self._pending.append((query_id, entries, path, done))
+
+    def finished(self) -> Iterator[tuple[str, list[FeedEntry], Path]]:
+        while self._pending and self._pending[0][3].done():
+            query_id, entries, path, done = self._pending.popleft()
+            done.result()
+            yield query_id, entries, path
+
+    def drain(self) -> Iterator[tuple[str, list[FeedEntry], Path]]:
+        while self._pending:
+            query_id, entries, path, done = self._pending.popleft()
+            done.result()
+            yield query_id, entries, path
 
 
 def _same_entries(entries: list[FeedEntry], current: dict[str, FeedEntry]) -> bool:
