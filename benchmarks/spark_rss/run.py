@@ -16,7 +16,8 @@
      ``triggerExecution`` (batches with documents); state = the stateful operators'
      rows/bytes of the last batch (Spark progress), the checkpoint folder's bytes and
      the join state's (``HOME/state``: the SQLite file with ``--join-state disk``, the
-     engine snapshots with ``memory``); each ``--join-state`` given is run in turn;
+     engine snapshots with ``memory``); each ``--join-state`` given is run in turn,
+     each with every ``--results-format`` given (``results``: the result files' bytes);
      driver memory = growth of the driver process's peak RSS during ``run_job`` / subs
      (it includes the engine's stored items);
    * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order;
@@ -173,7 +174,7 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
 
 
 def measure_spark(
-    queries: Path, spool: Path, home: Path, batch: int, join_state: str
+    queries: Path, spool: Path, home: Path, batch: int, join_state: str, results_format: str
 ) -> dict[str, Any]:
     """The streaming job in this process: ``run_job`` with ``--once`` on ``local[2]``."""
     from xscl.spark_plugin.submit import build_parser, run_job
@@ -181,7 +182,7 @@ def measure_spark(
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),
         "--master", "local[2]", "--once", "--quiet", "--max-records-per-batch", str(batch),
-        "--join-state", join_state,
+        "--join-state", join_state, "--results-format", results_format,
     ]  # fmt: skip
     before = current_rss()
     start = time.perf_counter()
@@ -207,6 +208,7 @@ def measure_spark(
     stats = report.engine_stats
     return {
         "join_state": join_state,
+        "results_format": results_format,
         "exit_code": report.exit_code,
         "documents": report.documents,
         "results": report.results,
@@ -219,11 +221,19 @@ def measure_spark(
         "state_bytes": last.state_bytes if last else 0,
         "checkpoint_bytes": folder_bytes(checkpoints) if checkpoints.is_dir() else 0,
         "snapshot_bytes": folder_bytes(home / "state") if (home / "state").is_dir() else 0,
-        "results_bytes": folder_bytes(home / "results") if (home / "results").is_dir() else 0,
+        "results_bytes": _results_bytes(home / "results"),
+        "feeds_bytes": folder_bytes(home / "results" / "xscl" / "feeds")
+        if (home / "results" / "xscl" / "feeds").is_dir()
+        else 0,
         "driver_rss_growth": rss.peak - before,
         "engine_documents": stats.documents if stats else None,
         "engine_results": stats.results if stats else None,
     }
+
+
+def _results_bytes(results: Path) -> int:
+    """Bytes of the committed result part files (not the Atom feeds beside them)."""
+    return sum(p.stat().st_size for p in results.glob("*/part-*")) if results.is_dir() else 0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -266,7 +276,10 @@ def worker(args: argparse.Namespace) -> int:
     if args.measure == "local":
         out = measure_local(queries, spool)
     elif args.measure == "spark":
-        out = measure_spark(queries, spool, Path(args.home), args.batch, args.join_state[0])
+        out = measure_spark(
+            queries, spool, Path(args.home), args.batch, args.join_state[0],
+            args.results_format[0],
+        )  # fmt: skip
     else:
         out = measure_sequential(queries, spool, args.sample, args.seed)
     out["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -306,7 +319,8 @@ def mib(value: float) -> str:
 def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
     head = (
         f"{'subs':>7} | {'templ':>5} | {'spark job it/s':>14} | {'spark e2e it/s':>14} | "
-        f"{'p50 batch':>9} | {'p95 batch':>9} | {'join state':>10} | {'ckpt/state':>17} | "
+        f"{'p50 batch':>9} | {'p95 batch':>9} | {'join state':>10} | {'results':>18} | "
+        f"{'ckpt/state':>17} | "
         f"{'drv B/sub':>9} | {'local it/s':>10} | {'local B/sub':>11} | {'seq it/s':>9} | "
         f"{'results spark/local':>19}"
     )
@@ -315,7 +329,7 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
     for row in rows:
         n, spark, local, seq = row["n"], row["spark"], row["local"], row.get("seq")
         if "error" in spark:
-            s_job = s_e2e = p50 = p95 = state = ckpt = drv = "ERR"
+            s_job = s_e2e = p50 = p95 = state = out = ckpt = drv = "ERR"
             s_results = "ERR"
         else:
             s_job = fmt_rate(spark["documents"], spark["seconds"])
@@ -323,6 +337,7 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
             p50 = f"{spark['p50_ms'] / 1000:.2f} s" if spark["p50_ms"] is not None else "-"
             p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
             state = spark.get("join_state", "memory")
+            out = f"{spark.get('results_format', 'jsonl')} {mib(spark['results_bytes'])}"
             ckpt = f"{mib(spark['checkpoint_bytes'])}/{mib(spark.get('snapshot_bytes', 0))}"
             drv = f"{spark['driver_rss_growth'] / n:,.0f}"
             s_results = str(spark["results"])
@@ -341,7 +356,7 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
             seq_rate = fmt_rate(seq["items"], seq["seconds"], "~" if seq["extrapolated"] else "")
         print(
             f"{n:>7,} | {templ:>5} | {s_job:>14} | {s_e2e:>14} | {p50:>9} | {p95:>9} | "
-            f"{state:>10} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
+            f"{state:>10} | {out:>18} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
             f"{seq_rate:>9} | {s_results + '/' + l_results:>19}"
         )
     print(
@@ -399,15 +414,16 @@ def bench(args: argparse.Namespace) -> int:
                 work / f"sequential-{n}.log",
             )
             print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
-        for mode in args.join_state:
-            home = work / f"home-{n}-{mode}"
+        for mode, fmt in [(m, f) for m in args.join_state for f in args.results_format]:
+            home = work / f"home-{n}-{mode}-{fmt}"
             shutil.rmtree(home, ignore_errors=True)
             spark = run_worker(
                 ["--measure", "spark", *common, "--home", str(home), "--batch", str(args.batch),
-                 "--join-state", mode],
-                work / f"spark-{n}-{mode}.log",
+                 "--join-state", mode, "--results-format", fmt],
+                work / f"spark-{n}-{mode}-{fmt}.log",
             )
-            print(f"  {n}: spark ({mode}) {json.dumps(spark)}", flush=True)
+            print(f"  {n}: spark ({mode}, {fmt}) {json.dumps(spark)}", flush=True)
+            shutil.rmtree(home, ignore_errors=True)  # at 100k subscriptions: ~20 GB of JSONL
             row: dict[str, Any] = {"n": n, "local": local, "spark": spark}
             if seq is not None:
                 row["seq"] = seq
@@ -448,6 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("disk", "memory"),
         default=["disk", "memory"],
         help="the streaming job's join state(s) to measure, side by side (default: both)",
+    )
+    parser.add_argument(
+        "--results-format",
+        nargs="+",
+        choices=("jsonl", "parquet"),
+        default=["jsonl"],
+        help="the streaming job's result file format(s), each with every join state "
+        "(default: jsonl)",
     )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the temp work folder")

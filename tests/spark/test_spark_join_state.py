@@ -27,6 +27,7 @@ from xscl import reference
 from xscl.engine import LocalEngine
 from xscl.lang.parser import parse_queries
 from xscl.spark_plugin.errors import JoinStateError, JoinStateMismatchError
+from xscl.spark_plugin.job_args import RESULTS_FORMATS
 from xscl.spark_plugin.join_state import JoinStateStore
 from xscl.spark_plugin.pipeline import EnginePipeline
 from xscl.spark_plugin.results_sink import read_results
@@ -61,7 +62,11 @@ def _cuts(rng: random.Random, count: int) -> list[tuple[int, int]]:
 
 
 def _pipeline(
-    text: str, root: Path, lateness: int | None = None, hold_bytes: int = 0
+    text: str,
+    root: Path,
+    lateness: int | None = None,
+    hold_bytes: int = 0,
+    results_format: str = "jsonl",
 ) -> EnginePipeline:
     return EnginePipeline(
         parse_queries(text),
@@ -70,6 +75,7 @@ def _pipeline(
         allowed_lateness_micros=lateness,
         join_state=JoinStateStore(root / "state" / "join.sqlite"),
         hold_bytes=hold_bytes,
+        results_format=results_format,
     )
 
 
@@ -83,15 +89,25 @@ def _run(
     executors: bool = False,
     restart_every: int = 0,
     hold_bytes: int = 0,
+    results_format: str | None = "jsonl",
 ) -> tuple[set[str], EnginePipeline]:
-    """Every micro-batch through ``process_rows``; the committed records, canonical."""
+    """Every micro-batch through ``process_rows``; the committed records, canonical.
+
+    ``results_format`` None: each (re)started pipeline draws one, so a results
+    directory holds both formats.
+    """
     rows = _rows(docs)
-    pipeline = _pipeline(text, root, lateness, hold_bytes)
+
+    def start() -> EnginePipeline:
+        fmt = results_format or rng.choice(RESULTS_FORMATS)
+        return _pipeline(text, root, lateness, hold_bytes, fmt)
+
+    pipeline = start()
     for batch_id, (lo, hi) in enumerate(_cuts(rng, len(rows))):
         if restart_every and batch_id and batch_id % restart_every == 0:
             assert pipeline.join_state is not None
             pipeline.join_state.close()
-            pipeline = _pipeline(text, root, lateness, hold_bytes)
+            pipeline = start()
         part = rows[lo:hi]
         if executors and pipeline.next_offset is not None:
             part = _as_executors(pipeline, part)
@@ -118,13 +134,22 @@ HOLDS = st.sampled_from([0, 6_000, 1 << 30])
 
 
 @SETTINGS
-@given(seed=st.integers(0, 10**9), executors=st.booleans(), hold=HOLDS)
+@given(
+    seed=st.integers(0, 10**9),
+    executors=st.booleans(),
+    hold=HOLDS,
+    results_format=st.sampled_from(RESULTS_FORMATS),
+)
 def test_random_micro_batches_equal_reference(
-    seed: int, executors: bool, hold: int, tmp_path_factory: pytest.TempPathFactory
+    seed: int,
+    executors: bool,
+    hold: int,
+    results_format: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     text, docs = random_workload(seed, queries=5, documents=12)
     got, _ = _run(text, docs, tmp_path_factory.mktemp("j"), random.Random(seed),
-                  executors=executors, hold_bytes=hold)
+                  executors=executors, hold_bytes=hold, results_format=results_format)
     assert got == _reference(text, docs), text
 
 
@@ -139,7 +164,8 @@ def test_lateness_eviction_and_restarts_equal_the_in_memory_engine(
     rng.shuffle(shuffled)
     lateness = rng.choice((0, 1_000_000, 3_000_000))
     got, pipeline = _run(text, shuffled, tmp_path_factory.mktemp("j"), rng, lateness=lateness,
-                         restart_every=rng.choice((0, 2, 3)), hold_bytes=hold)
+                         restart_every=rng.choice((0, 2, 3)), hold_bytes=hold,
+                         results_format=None)
     assert got == _local(text, shuffled, lateness), text
     dead = [
         json.loads(line)

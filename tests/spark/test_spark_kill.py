@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.killing import (
@@ -142,7 +143,11 @@ def _result_ids_of_parts(results: Path) -> list[str]:
     ids: list[str] = []
     for marker in committed_markers(results):
         for part in marker["parts"]:
-            text = (results / part["file"]).read_text(encoding="utf-8")
+            file = results / part["file"]
+            if file.suffix == ".parquet":
+                ids.extend(pq.read_table(file, columns=["result_id"])["result_id"].to_pylist())
+                continue
+            text = file.read_text(encoding="utf-8")
             ids.extend(json.loads(line)["result_id"] for line in text.splitlines() if line)
     return ids
 
@@ -180,9 +185,11 @@ def test_driver_killed_at_several_points_gives_the_failure_free_result_set(
     assert run.committed() < run.batches, f"{story}\nthe job finished before the last kill"
 
     # The last restart runs in this process on the shared session (a JVM start is
-    # 10-40 s): a new pipeline, its state rebuilt from the spool.
+    # 10-40 s): a new pipeline, its state rebuilt from the spool, writing Parquet.
     final = tmp_path / "final.jsonl"
-    code = main(run.options("--quiet", "--once", "--output", str(final)))
+    code = main(
+        run.options("--quiet", "--once", "--output", str(final), "--results-format", "parquet")
+    )
     assert code == 0, story
     got = [json.loads(line) for line in final.read_text(encoding="utf-8").splitlines()]
     assert len(got) == len(run.expected), f"{story}\n--output has {len(got)} records"

@@ -51,13 +51,22 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
     with Spool(spool, sync=False) as writer:
         writer.append(docs[:4])
     assert main(args) == 0
-    # A new driver process state (a restart): the engine is rebuilt from the spool.
+    # A new driver process state (a restart): the engine is rebuilt from the spool;
+    # it now writes Parquet parts beside the JSON Lines ones.
     with Spool(spool, sync=False) as writer:
         writer.append(docs[4:])
-    assert main(args) == 0
+    assert main([*args, "--results-format", "parquet"]) == 0
     got = _records(tmp_path / "out.jsonl")
     expected = _records(EXAMPLE / "expected-results.jsonl")
     assert _by_id(got) == _by_id(expected)
+    results = home / "results" / "xscl"
+    suffixes = {p.suffix for p in results.glob("part-*")}
+    assert suffixes == {".jsonl", ".parquet"}
+    table = spark.read.parquet(*map(str, results.glob("part-*.parquet")))
+    in_parquet = [r["result_id"] for r in table.collect()]
+    in_jsonl = [r["result_id"] for p in results.glob("part-*.jsonl") for r in _records(p)]
+    assert in_parquet and in_jsonl
+    assert sorted(in_parquet + in_jsonl) == sorted(_by_id(expected))  # each once
     assert len(got) == len(expected)
     assert [m["batch"] for m in committed_markers(home / "results" / "xscl")] == [
         f"{b:020d}" for b in range(3)

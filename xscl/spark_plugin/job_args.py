@@ -11,6 +11,8 @@ import argparse
 DEFAULT_NAME = "xscl"
 #: Default number of newest entries kept in each query's Atom feed.
 DEFAULT_FEED_ENTRIES = 200
+#: Formats of the committed result part files (``--results-format``).
+RESULTS_FORMATS = ("jsonl", "parquet")
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,14 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
     parser.add_argument("--feed-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N")
     parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
+    parser.add_argument(
+        "--results-format",
+        choices=RESULTS_FORMATS,
+        default="jsonl",
+        help="the committed result files under HOME/results/NAME: 'jsonl' (spec section 4 "
+        "records, one per line) or 'parquet' (the same fields as a table, zstd: far fewer "
+        "bytes when results repeat their documents) (default %(default)s)",
+    )
     parser.add_argument(
         "--join-state",
         choices=("disk", "memory"),

@@ -14,8 +14,9 @@ Per micro-batch (driver, once per batch and per replay of it):
    view cache, per-template conjunctive queries over R_T, windows, lateness;
    thesis 6.4-6.5), which makes the result records.
 4. **Exactly-once output**: results are committed idempotently by batch id
-   (``results_sink.commit_batch``), dead letters (malformed or late documents)
-   beside them, then each query's Atom feed is updated.
+   (``results_sink.commit_batch``) as one JSON Lines or Parquet part file
+   (``results_format``; ``results_parquet``), dead letters (malformed or late
+   documents) beside them, then each query's Atom feed is updated.
 
 Where the join state lives, two ways (measured side by side in
 ``benchmarks/spark_rss``; docs/architecture.md, "Decision: the join state on disk"):
@@ -59,9 +60,10 @@ from xscl.lang.ast import Query
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.errors import JoinStateMismatchError
-from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES
+from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.join_state import JoinStateStore, ReachableDocuments
 from xscl.spark_plugin.progress import JobFigures
+from xscl.spark_plugin.results_parquet import StagedParquet
 from xscl.spark_plugin.results_sink import STAGING, StagedPart, clear_staging, commit_batch
 from xscl.spark_plugin.subscriptions import SubscriptionEvent, SubscriptionLog, apply_event
 from xscl.spark_plugin.witness_task import WITNESS_DDL, WitnessTask, read_witness
@@ -94,9 +96,14 @@ class EnginePipeline:
         snapshot_seconds: float = 60.0,
         join_state: JoinStateStore | None = None,
         hold_bytes: int = DEFAULT_HOLD_BYTES,
+        results_format: str = "jsonl",
     ) -> None:
         if join_state is not None and snapshots is not None:
             raise ValueError("snapshots are for the in-memory join state: give one of the two")
+        if results_format not in RESULTS_FORMATS:
+            raise ValueError(f"results_format must be in {RESULTS_FORMATS}: {results_format!r}")
+        #: how committed result part files are written (read back by ``read_results``)
+        self.results_format = results_format
         self.engine = LocalEngine(queries, allowed_lateness_micros=allowed_lateness_micros)
         self.spool = Path(spool)
         self.output = Path(output)
@@ -347,7 +354,7 @@ class EnginePipeline:
         if on_disk:
             witnesses = [self._driver_witness(r, w) for r, w in zip(rows, witnesses, strict=True)]
             self._load_reachable(batch_id, rows, witnesses)
-        with _StagedResults(self.output / STAGING) as staged:
+        with self._staged() as staged:
             for row, witness in zip(rows, witnesses, strict=True):
                 before = len(engine.stats.rejections)
                 if on_disk:
@@ -356,7 +363,7 @@ class EnginePipeline:
                     row["stream"], row["docid"], row["ts"], row["xml"], witness
                 )
                 for result in produced:  # streamed out: a batch's results are not held
-                    staged.write(self._lines.encode(result))
+                    staged.write(result)
                     self.feeds.add(_feed_record(result), result.end_micros)
                 for rejected in engine.stats.rejections[before:]:
                     dead.append(
@@ -380,6 +387,12 @@ class EnginePipeline:
             self.next_offset = after
         self.documents += len(rows)
         self._maybe_snapshot()
+
+    def _staged(self) -> _StagedResults | StagedParquet:
+        """Where this batch's results go until its commit, in ``results_format``."""
+        if self.results_format == "parquet":
+            return StagedParquet(self.output / STAGING)
+        return _StagedResults(self.output / STAGING, self._lines)
 
     def _driver_witness(
         self, row: dict[str, Any], witness: DocumentRows | Stage1Error | None
@@ -438,14 +451,15 @@ class EnginePipeline:
 
 
 class _StagedResults:
-    """A batch's result records streamed to one staging file (created on the first).
+    """A batch's result records streamed to one staging JSON Lines file (created on the first).
 
     Closed (flushed and fsync-ed) when the ``with`` block ends; ``part`` is then
     what ``commit_batch`` renames into place, None when there were no results.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, lines: JsonLineEncoder) -> None:
         self.folder = folder
+        self.lines = lines
         self.path: Path | None = None
         self.rows = 0
         self._handle: Any = None
@@ -453,13 +467,13 @@ class _StagedResults:
     def __enter__(self) -> _StagedResults:
         return self
 
-    def write(self, line: bytes) -> None:
-        """One result's JSON line (``JsonLineEncoder.encode``)."""
+    def write(self, record: ResultRecord) -> None:
+        """One result, as its JSON line (``JsonLineEncoder.encode``)."""
         if self._handle is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.path = self.folder / f"{uuid.uuid4().hex}.jsonl"
             self._handle = open(self.path, "wb")  # noqa: SIM115
-        self._handle.write(line)
+        self._handle.write(self.lines.encode(record))
         self.rows += 1
 
     def __exit__(self, *exc: object) -> None:

@@ -4,6 +4,8 @@ Layout of a results directory (``path`` option)::
 
     _staging/<uuid>.jsonl               written by tasks, not yet committed
     part-<batch:020d>-<task:05d>.jsonl  committed data, one JSON result record per line
+                                        (or .parquet: the streaming job's
+                                        ``--results-format parquet``, ``results_parquet``)
     _commits/<batch:020d>.json          commit marker of a micro-batch: its part files
     _commits/w-<ns>-<uuid>.json         commit marker of a batch (non-streaming) write
 
@@ -156,7 +158,8 @@ def commit_batch(
     for part in parts:
         if part.staged is None:
             continue
-        name = f"part-{marker_name}-{part.partition:05d}.jsonl"
+        suffix = Path(part.staged).suffix or ".jsonl"
+        name = f"part-{marker_name}-{part.partition:05d}{suffix}"
         os.replace(part.staged, root / name)
         published.append({"file": name, "rows": part.rows})
     fsync_dir(root)
@@ -256,23 +259,39 @@ def committed_markers(path: str | Path) -> list[dict[str, Any]]:
 
 
 def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Every committed result record once (first committed wins), in commit order."""
+    """Every committed result record once (first committed wins), in commit order.
+
+    Part files are JSON Lines or Parquet (``results_parquet``), by their suffix;
+    a directory may hold both (the job restarted with another ``--results-format``).
+    """
     root = Path(path)
     seen: set[str] = set()
     for marker in committed_markers(root):
         for part in marker["parts"]:
-            with open(root / part["file"], encoding="utf-8") as handle:
-                for number, line in enumerate(handle, start=1):
-                    try:
-                        record = json.loads(line)
-                    except ValueError as exc:
-                        raise ResultsDirectoryError(
-                            f"{part['file']}:{number} is not a JSON record: {exc}"
-                        ) from exc
-                    if record["result_id"] in seen:
-                        continue
-                    seen.add(record["result_id"])
-                    yield record
+            for record in _part_records(root / part["file"]):
+                if record["result_id"] in seen:
+                    continue
+                seen.add(record["result_id"])
+                yield record
+
+
+def _part_records(file: Path) -> Iterator[dict[str, Any]]:
+    if file.suffix == ".parquet":
+        from xscl.spark_plugin.results_parquet import parquet_records
+
+        try:
+            yield from parquet_records(file)
+        except (OSError, ValueError) as exc:  # pyarrow's errors subclass these
+            raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
+        return
+    with open(file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                yield json.loads(line)
+            except ValueError as exc:
+                raise ResultsDirectoryError(
+                    f"{file.name}:{number} is not a JSON record: {exc}"
+                ) from exc
 
 
 def compact(path: str | Path, output: str | Path) -> int:

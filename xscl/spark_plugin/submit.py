@@ -137,6 +137,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         hold_bytes=max(0, args.hold_mb) * 2**20,
         allowed_lateness_micros=lateness,
         feed_entries=args.feed_entries,
+        results_format=args.results_format,
     )
     printer = ProgressPrinter(
         None if args.quiet else _stderr_line,

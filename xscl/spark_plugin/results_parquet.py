@@ -1,0 +1,184 @@
+"""Result records as Parquet part files: the same records as spec section 4, as a table.
+
+The streaming job writes JSON Lines by default (the spec's interchange format);
+``--results-format parquet`` writes each micro-batch's results as one Parquet
+file instead, under the same commit protocol (``results_sink``: staged, renamed,
+named by the batch's marker). Why: one document takes part in many results and
+a ``SELECT *`` result embeds its documents' elements, so consecutive records
+repeat the same kilobytes; zstd over Parquet pages removes most of that, where
+JSON Lines writes every copy (docs/benchmarks.md, "Results as Parquet").
+
+Columns (``RESULT_SCHEMA``): ``query``, ``result_id``, ``docs`` (a list of
+``{stream, docid, ts}`` in block order, ``ts`` a UTC microsecond timestamp),
+``nodes`` and ``values`` (maps from join variable), ``xml``. Spark, DuckDB or
+pandas read the part files directly; ``parquet_records`` turns them back into
+the spec's record dicts (what ``results_sink.read_results`` yields for either
+format).
+
+Example::
+
+    with StagedParquet(folder) as staged:
+        for record in records:
+            staged.write(record)
+    part = staged.part()          # StagedPart(0, ".../<uuid>.parquet", rows)
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from xscl.connectors.document import format_ts
+from xscl.engine.output import ResultRecord
+from xscl.spark_plugin.results_sink import StagedPart
+
+SUFFIX = ".parquet"
+#: The part files' schema: spec section 4's record fields.
+RESULT_SCHEMA = pa.schema(
+    [
+        pa.field("query", pa.string(), nullable=False),
+        pa.field("result_id", pa.string(), nullable=False),
+        pa.field(
+            "docs",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("stream", pa.string(), nullable=False),
+                        pa.field("docid", pa.string(), nullable=False),
+                        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
+                    ]
+                )
+            ),
+            nullable=False,
+        ),
+        pa.field("nodes", pa.map_(pa.string(), pa.string()), nullable=False),
+        pa.field("values", pa.map_(pa.string(), pa.string()), nullable=False),
+        pa.field("xml", pa.large_string(), nullable=False),
+    ]
+)
+#: A row group is written once its records' XML reaches this many characters (or
+#: ``ROW_GROUP_ROWS``): bounded memory on the driver, pages large enough for zstd.
+ROW_GROUP_CHARS = 16 * 2**20
+ROW_GROUP_ROWS = 65_536
+#: zstd level 1: on the feed benchmark's records the higher levels cost time for
+#: little (docs/benchmarks.md).
+COMPRESSION = "zstd"
+COMPRESSION_LEVEL = 1
+
+
+class StagedParquet:
+    """A batch's result records streamed to one staging Parquet file (created on the first).
+
+    Runs on the driver, once per micro-batch. Closed (last row group written,
+    file ``fsync``-ed) when the ``with`` block ends; ``part`` is then what
+    ``commit_batch`` renames into place, None when there were no results.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path: Path | None = None
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._columns: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
+        self._chars = 0
+
+    def __enter__(self) -> StagedParquet:
+        return self
+
+    def write(self, record: ResultRecord) -> None:
+        """Buffer one record; a full row group goes to the file."""
+        xml = record.built_xml if record.xml_parts is None else "".join(record.xml_parts)
+        columns = self._columns
+        columns["query"].append(record.query)
+        columns["result_id"].append(record.result_id)
+        columns["docs"].append([{"stream": s, "docid": d, "ts": t} for s, d, t in record.docs])
+        columns["nodes"].append(record.nodes)
+        columns["values"].append(record.values)
+        columns["xml"].append(xml)
+        self.rows += 1
+        self._chars += len(xml or "")
+        if self._chars >= ROW_GROUP_CHARS or len(columns["xml"]) >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._columns["xml"]:
+            return
+        if self._writer is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path = self.folder / f"{uuid.uuid4().hex}{SUFFIX}"
+            self._writer = pq.ParquetWriter(
+                self.path,
+                RESULT_SCHEMA,
+                compression=COMPRESSION,
+                compression_level=COMPRESSION_LEVEL,
+                use_dictionary=["query", "docs.list.element.stream"],
+            )
+        table = pa.Table.from_pydict(self._columns, schema=RESULT_SCHEMA)
+        self._writer.write_table(table, row_group_size=len(table))
+        self._columns = {name: [] for name in RESULT_SCHEMA.names}
+        self._chars = 0
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:  # the batch failed: its replay stages a new file
+            if self._writer is not None:
+                self._writer.close()
+            return
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            assert self.path is not None
+            descriptor = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+
+    def part(self) -> StagedPart | None:
+        """The staged file for ``commit_batch`` (None when the batch had no results)."""
+        if self.path is None:
+            return None
+        return StagedPart(0, str(self.path), self.rows)
+
+
+def parquet_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of one part file as spec section 4 dicts (``ts`` as RFC 3339 UTC)."""
+    parquet = pq.ParquetFile(path)
+    for group in range(parquet.num_row_groups):
+        table = parquet.read_row_group(group)
+        docs = table.column("docs").cast(_DOCS_AS_MICROS).to_pylist()
+        queries = table.column("query").to_pylist()
+        ids = table.column("result_id").to_pylist()
+        nodes = table.column("nodes").to_pylist()
+        values = table.column("values").to_pylist()
+        xml = table.column("xml").to_pylist()
+        for index, query in enumerate(queries):
+            yield {
+                "query": query,
+                "result_id": ids[index],
+                "docs": [
+                    {"stream": d["stream"], "docid": d["docid"], "ts": format_ts(d["ts"])}
+                    for d in docs[index]
+                ],
+                "nodes": dict(nodes[index]),
+                "values": dict(values[index]),
+                "xml": xml[index],
+            }
+
+
+#: ``docs`` with ``ts`` as plain microseconds (to format them like JSON Lines do).
+_DOCS_AS_MICROS = pa.list_(
+    pa.struct(
+        [
+            pa.field("stream", pa.string(), nullable=False),
+            pa.field("docid", pa.string(), nullable=False),
+            pa.field("ts", pa.int64(), nullable=False),
+        ]
+    )
+)
