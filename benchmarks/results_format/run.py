@@ -1,0 +1,155 @@
+"""Result part files: JSON Lines vs Parquet (zstd levels), on the feed benchmark's results.
+
+    python benchmarks/results_format/run.py                  # 10k subscriptions (~3 min)
+    python benchmarks/results_format/run.py --subscriptions 1000 --repeat 5
+
+The streaming job writes each micro-batch's results as one part file
+(``xscl serve --results-format``). This isolates that cost from Spark and the
+joins: the items and subscriptions of ``benchmarks/spark_rss --quick`` (the
+small-web and youthopp feeds, generated subscriptions of thesis 6.6.1, windows
+INF) go once through ``LocalEngine``, whose result records are kept; then each
+format writes them in micro-batches of ``--batch`` items' results, exactly as
+the job's driver does (``pipeline._StagedResults`` / ``StagedParquet``, each
+file ``fsync``-ed), into a fresh folder, in alternating order for ``--repeat``
+rounds. The table shows the median write time, the bytes written, and the time
+to read the records back as spec section 4 dicts (``read_results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark_rss"))
+
+import workload  # benchmarks/spark_rss/workload.py
+
+from xscl.cli.common import load_queries
+from xscl.engine import LocalEngine, ResultRecord
+from xscl.engine.json_lines import JsonLineEncoder
+from xscl.spark_plugin import results_parquet
+from xscl.spark_plugin.pipeline import _StagedResults
+from xscl.spark_plugin.results_sink import STAGING, commit_batch, read_results
+
+QUICK_FOLDERS = ("feeds-kagi-smallweb", "feeds-stream-youthopp")
+#: leaves the subscriptions use, as ``spark_rss`` picks them
+LEAVES = 8
+
+
+def engine_results(work: Path, subscriptions: int, batch: int) -> list[list[ResultRecord]]:
+    """The results of every micro-batch of ``batch`` items (spool order)."""
+    folders = [f for f in workload.feed_folders() if f.name in QUICK_FOLDERS]
+    items, _ = workload.spool_feed_items(folders, work)
+    docs = workload.read_items(work / "spool")
+    stats = workload.leaf_stats(docs)
+    leaves = workload.selective_leaves(stats, LEAVES, items // 20)
+    queries = work / "subs.xscl"
+    workload.write_queries(
+        queries, workload.subscriptions(subscriptions, [x.name for x in leaves], seed=subscriptions)
+    )
+    engine = LocalEngine(load_queries(queries).queries)
+    batches = []
+    for start in range(0, len(docs), batch):
+        produced: list[ResultRecord] = []
+        for doc in docs[start : start + batch]:
+            produced.extend(engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml))
+        batches.append(produced)
+    return batches
+
+
+def _xml_chars(record: ResultRecord) -> int:
+    """The length of the record's XML, without joining (and caching) its pieces."""
+    if record.xml_parts is not None:
+        return sum(map(len, record.xml_parts))
+    return len(record.xml)
+
+
+def jsonl_sink(folder: Path) -> Any:
+    return _StagedResults(folder, JsonLineEncoder())
+
+
+def parquet_sink(level: int) -> Callable[[Path], Any]:
+    def make(folder: Path) -> Any:
+        results_parquet.COMPRESSION_LEVEL = level
+        return results_parquet.StagedParquet(folder)
+
+    return make
+
+
+def write_all(
+    root: Path, make: Callable[[Path], Any], batches: Sequence[list[ResultRecord]]
+) -> float:
+    """Seconds to stage and commit every batch (what the driver does per micro-batch)."""
+    start = time.perf_counter()
+    for number, records in enumerate(batches):
+        with make(root / STAGING) as staged:
+            for record in records:
+                staged.write(record)
+        part = staged.part()
+        commit_batch(str(root), f"{number:020d}", [part] if part is not None else [])
+    return time.perf_counter() - start
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subscriptions", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=2000, help="items per micro-batch")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (median shown)")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 3, 9], help="zstd levels")
+    parser.add_argument("--work", help="work folder (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    work = Path(args.work or tempfile.mkdtemp(prefix="xscl-results-format-"))
+    try:
+        started = time.perf_counter()
+        batches = engine_results(work, args.subscriptions, args.batch)
+        total = sum(len(b) for b in batches)
+        xml_chars = sum(_xml_chars(r) for b in batches for r in b)
+        print(
+            f"{args.subscriptions:,} subscriptions: {total:,} results in {len(batches)} "
+            f"micro-batches, {xml_chars / 2**20:,.0f} Mi characters of result XML "
+            f"(engine {time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+        sinks: list[tuple[str, Callable[[Path], Any]]] = [("jsonl", jsonl_sink)]
+        sinks += [(f"parquet zstd-{level}", parquet_sink(level)) for level in args.levels]
+        times: dict[str, list[float]] = {name: [] for name, _ in sinks}
+        sizes: dict[str, int] = {}
+        reads: dict[str, float] = {}
+        for round_ in range(args.repeat):
+            order = sinks if round_ % 2 == 0 else list(reversed(sinks))
+            for name, make in order:
+                root = work / "out" / name.replace(" ", "-")
+                shutil.rmtree(root, ignore_errors=True)
+                times[name].append(write_all(root, make, batches))
+                if round_ == 0:
+                    sizes[name] = sum(p.stat().st_size for p in root.glob("part-*"))
+                    start = time.perf_counter()
+                    count = sum(1 for _ in read_results(root))
+                    reads[name] = time.perf_counter() - start
+                    assert count == total, (name, count, total)
+                shutil.rmtree(root)
+        base = statistics.median(times["jsonl"])
+        print(f"\n{'format':>16} | {'write s (median)':>16} | {'vs jsonl':>8} | "
+              f"{'MiB written':>11} | {'read back s':>11}")  # fmt: skip
+        for name, _ in sinks:
+            median = statistics.median(times[name])
+            print(
+                f"{name:>16} | {median:>16.2f} | {base / median:>7.2f}x | "
+                f"{sizes[name] / 2**20:>11,.1f} | {reads[name]:>11.2f}"
+            )
+        print(f"\nrounds {args.repeat}, files fsync'd, results counted back equal ({total:,})")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
