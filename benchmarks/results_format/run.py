@@ -13,6 +13,11 @@ the job's driver does (``pipeline._StagedResults`` / ``StagedParquet``, each
 file ``fsync``-ed), into a fresh folder, in alternating order for ``--repeat``
 rounds. The table shows the median write time, the bytes written, and the time
 to read the records back as spec section 4 dicts (``read_results``).
+
+``--spark`` adds the ``xscl-results`` data source (``df.write.format(
+"xscl-results")``, option ``format`` jsonl / parquet) on ``local[2]``: the same
+records as a cached DataFrame, written by Spark's tasks (one part file per
+task), timed the same way.
 """
 
 from __future__ import annotations
@@ -97,6 +102,37 @@ def write_all(
     return time.perf_counter() - start
 
 
+def spark_frame(batches: Sequence[list[ResultRecord]], work: Path) -> Any:
+    """The records as a cached DataFrame (spec section 4's fields, Spark's partitions).
+
+    Loaded from Parquet files written by ``StagedParquet``, not ``createDataFrame``:
+    a DataFrame built from 1.6 GB of driver-side rows overflows the JVM's heap.
+    """
+    from xscl.spark_plugin.session import build_session
+
+    conf = {"spark.ui.enabled": "false", "spark.driver.memory": "4g"}
+    spark = build_session("local[2]", "xscl-results-format", conf, home=work / "spark-home")
+    folder = work / "frame"
+    for records in batches:
+        with results_parquet.StagedParquet(folder) as staged:
+            for record in records:
+                staged.write(record)
+    frame = spark.read.parquet(str(folder)).cache()
+    frame.count()
+    return frame
+
+
+def spark_writer(part_format: str, frame: Any) -> Callable[[Path], float]:
+    def write(root: Path) -> float:
+        start = time.perf_counter()
+        frame.write.format("xscl-results").option("format", part_format).mode("append").save(
+            str(root)
+        )
+        return time.perf_counter() - start
+
+    return write
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subscriptions", type=int, default=10_000)
@@ -104,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds (median shown)")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 3, 9], help="zstd levels")
     parser.add_argument("--work", help="work folder (default: a temp dir, removed)")
+    parser.add_argument("--spark", action="store_true", help="also the xscl-results data source")
     args = parser.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="xscl-results-format-"))
     try:
@@ -117,17 +154,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(engine {time.perf_counter() - started:.0f} s)",
             flush=True,
         )
-        sinks: list[tuple[str, Callable[[Path], Any]]] = [("jsonl", jsonl_sink)]
-        sinks += [(f"parquet zstd-{level}", parquet_sink(level)) for level in args.levels]
-        times: dict[str, list[float]] = {name: [] for name, _ in sinks}
+        writers: list[tuple[str, Callable[[Path], float]]] = [
+            ("jsonl", lambda root: write_all(root, jsonl_sink, batches))
+        ]
+        for level in args.levels:
+            make = parquet_sink(level)
+            writers.append(
+                (f"parquet zstd-{level}", lambda root, make=make: write_all(root, make, batches))
+            )
+        if args.spark:
+            frame = spark_frame(batches, work)
+            writers += [(f"source {f}", spark_writer(f, frame)) for f in ("jsonl", "parquet")]
+        times: dict[str, list[float]] = {name: [] for name, _ in writers}
         sizes: dict[str, int] = {}
         reads: dict[str, float] = {}
         for round_ in range(args.repeat):
-            order = sinks if round_ % 2 == 0 else list(reversed(sinks))
-            for name, make in order:
+            order = writers if round_ % 2 == 0 else list(reversed(writers))
+            for name, write in order:
                 root = work / "out" / name.replace(" ", "-")
                 shutil.rmtree(root, ignore_errors=True)
-                times[name].append(write_all(root, make, batches))
+                times[name].append(write(root))
                 if round_ == 0:
                     sizes[name] = sum(p.stat().st_size for p in root.glob("part-*"))
                     start = time.perf_counter()
@@ -138,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = statistics.median(times["jsonl"])
         print(f"\n{'format':>16} | {'write s (median)':>16} | {'vs jsonl':>8} | "
               f"{'MiB written':>11} | {'read back s':>11}")  # fmt: skip
-        for name, _ in sinks:
+        for name, _ in writers:
             median = statistics.median(times[name])
             print(
                 f"{name:>16} | {median:>16.2f} | {base / median:>7.2f}x | "

@@ -72,8 +72,9 @@ def _pass_through(spark: Any, spool: Path) -> Any:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("part_format", ["jsonl", "parquet"])
 def test_streaming_sink_survives_replay_without_duplicates(
-    spark: Any, tmp_path: Path, spool_kit: Any
+    spark: Any, tmp_path: Path, spool_kit: Any, part_format: str
 ) -> None:
     spool, results, checkpoint = tmp_path / "spool", tmp_path / "results", tmp_path / "ck"
     docs = spool_kit.docs(20)
@@ -84,6 +85,7 @@ def test_streaming_sink_survives_replay_without_duplicates(
             _pass_through(spark, spool)
             .writeStream.format("xscl-results")
             .option("path", str(results))
+            .option("format", part_format)
             .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
             .start()
@@ -92,12 +94,14 @@ def test_streaming_sink_survives_replay_without_duplicates(
         assert query.exception() is None
 
     run()
-    lines_before = sorted(p.read_text() for p in results.glob("part-*"))
+    parts_before = sorted((p.name, p.read_bytes()) for p in results.glob("part-*"))
+    assert {name.rsplit(".", 1)[1] for name, _ in parts_before} == {part_format}
     # Crash after the sink committed batch 2 but before Spark logged it: batch 2 replays.
     (checkpoint / "commits" / "2").unlink()
     (checkpoint / "commits" / ".2.crc").unlink(missing_ok=True)
     run()
-    assert sorted(p.read_text() for p in results.glob("part-*")) == lines_before
+    assert sorted((p.name, p.read_bytes()) for p in results.glob("part-*")) == parts_before
+    assert not list((results / "_staging").iterdir())
     records = list(read_results(results))
     assert len(records) == 20
     assert [r["docs"][0]["docid"] for r in records] == [d.docid for d in docs]
@@ -129,3 +133,77 @@ def test_clear_staging_removes_what_a_crash_left(tmp_path: Path) -> None:
     assert clear_staging(tmp_path) == 1
     assert list(staging.iterdir()) == []
     assert clear_staging(tmp_path / "missing") == 0
+
+
+_TYPED_COLUMNS = (
+    "query STRING, result_id STRING, "
+    "docs ARRAY<STRUCT<stream: STRING, docid: STRING, ts: TIMESTAMP>>, "
+    "nodes MAP<STRING, STRING>, score DOUBLE, xml STRING"
+)
+
+
+@pytest.mark.spark
+def test_parquet_parts_read_back_like_json_lines(spark: Any, tmp_path: Path) -> None:
+    import datetime as dt
+
+    moment = dt.datetime(2009, 5, 1, 12, 30, 0, 250, tzinfo=dt.timezone.utc)
+    rows = [
+        (
+            "Q",
+            f"r{i}",
+            [("feeds", f"d{i}", moment + dt.timedelta(days=i))],
+            {"x": f"v{i}"},
+            i / 4,
+            f"<result n='{i}'/>",
+        )
+        for i in range(6)
+    ]
+    rows.append(("Q", "r0", [], {}, None, None))  # a repeated result id: dropped
+    frame = spark.createDataFrame(rows, _TYPED_COLUMNS).repartition(2)
+    as_json, as_parquet = str(tmp_path / "jsonl"), str(tmp_path / "parquet")
+    frame.write.format("xscl-results").mode("append").save(as_json)
+    frame.write.format("xscl-results").option("format", "parquet").mode("append").save(as_parquet)
+    by_id = {r["result_id"]: r for r in read_results(as_json)}
+    assert by_id == {r["result_id"]: r for r in read_results(as_parquet)}
+    assert len(by_id) == 6 and by_id["r1"]["nodes"] == {"x": "v1"}
+    assert by_id["r2"]["docs"] == [
+        {"stream": "feeds", "docid": "d2", "ts": "2009-05-03T12:30:00.000250Z"}
+    ]
+    parts = sorted(Path(as_parquet).glob("part-*.parquet"))
+    assert parts and not list(Path(as_parquet).glob("part-*.jsonl"))
+    # The parts are plain Parquet in the DataFrame's schema.
+    table = spark.read.parquet(*map(str, parts))
+    assert table.schema.simpleString() == frame.schema.simpleString()
+    assert {row["result_id"] for row in table.collect()} == set(by_id)
+    frame.limit(2).write.format("xscl-results").option("format", "parquet").mode("overwrite").save(
+        as_parquet
+    )
+    assert len(list(read_results(as_parquet))) == 2
+    assert not [p for p in parts if p.exists()]
+    with pytest.raises(Exception, match="'format' is 'csv'; use one of jsonl, parquet"):
+        frame.write.format("xscl-results").option("format", "csv").mode("append").save(as_parquet)
+
+
+def test_staged_record_batches_drop_repeats_and_skip_empty_tasks(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from xscl.spark_plugin.results_parquet import stage_record_batches
+
+    def batch(ids: list[str]) -> pa.RecordBatch:
+        return pa.record_batch(
+            {
+                "result_id": ids,
+                "stamp": pa.array([0] * len(ids), pa.timestamp("us", tz="UTC")),
+                "tags": pa.array([[("k", "v")]] * len(ids), pa.map_(pa.string(), pa.string())),
+            }
+        )
+
+    staged = stage_record_batches(
+        str(tmp_path), [batch(["a", "b", "a"]), batch(["b"]), batch(["c"])]
+    )
+    assert staged.rows == 3
+    assert stage_record_batches(str(tmp_path), [batch([])]) == StagedPart(0, None, 0)
+    assert commit_batch(str(tmp_path), "1", [staged])
+    assert list(read_results(tmp_path)) == [
+        {"result_id": i, "stamp": "1970-01-01T00:00:00Z", "tags": {"k": "v"}} for i in "abc"
+    ]

@@ -18,13 +18,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def fsync_dir(path: Path) -> None:
-    """Make a rename or creation in ``path`` durable."""
+def fsync_file(path: Path) -> None:
+    """Make the bytes of ``path`` durable (a file written by a library that does not sync)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or creation in ``path`` durable."""
+    fsync_file(path)
 
 
 def write_synced(path: Path, data: bytes) -> None:

@@ -15,6 +15,13 @@ pandas read the part files directly; ``parquet_records`` turns them back into
 the spec's record dicts (what ``results_sink.read_results`` yields for either
 format).
 
+The ``xscl-results`` data source writes Parquet too
+(``.option("format", "parquet")``): then a task's Arrow batches go to its
+staging file as they come, in the DataFrame's own schema
+(``stage_record_batches``), and ``parquet_records`` reads such a file back as
+the JSON Lines writer would have written it (timestamps as RFC 3339 UTC, maps
+and structs as objects).
+
 Example::
 
     with StagedParquet(folder) as staged:
@@ -25,9 +32,8 @@ Example::
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +41,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xscl.connectors.document import format_ts
+from xscl.connectors.durable import fsync_file
 from xscl.engine.output import ResultRecord
-from xscl.spark_plugin.results_sink import StagedPart
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, json_value
 
 SUFFIX = ".parquet"
 #: The part files' schema: spec section 4's record fields.
@@ -135,11 +142,7 @@ class StagedParquet:
             self._writer.close()
             self._writer = None
             assert self.path is not None
-            descriptor = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            fsync_file(self.path)
 
     def part(self) -> StagedPart | None:
         """The staged file for ``commit_batch`` (None when the batch had no results)."""
@@ -148,9 +151,61 @@ class StagedParquet:
         return StagedPart(0, str(self.path), self.rows)
 
 
+def stage_record_batches(path: str, batches: Iterable[pa.RecordBatch]) -> StagedPart:
+    """Write one task's Arrow batches to a staging Parquet file, each ``result_id`` once.
+
+    Runs on executors, once per task attempt (``xscl-results`` with
+    ``.option("format", "parquet")``); what it returns is pickled to the driver's
+    commit. The file has the batches' schema and one row group per batch.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    staging = Path(path) / STAGING
+    target = staging / f"{uuid.uuid4().hex}{SUFFIX}"
+    writer: pq.ParquetWriter | None = None
+    seen: set[Any] = set()
+    rows = 0
+    try:
+        for batch in batches:
+            keep = []
+            for result_id in batch.column("result_id").to_pylist():
+                keep.append(result_id not in seen)
+                seen.add(result_id)
+            if not all(keep):
+                batch = batch.filter(pa.array(keep))
+            if batch.num_rows == 0:
+                continue
+            if writer is None:
+                staging.mkdir(parents=True, exist_ok=True)
+                writer = pq.ParquetWriter(
+                    target,
+                    batch.schema,
+                    compression=COMPRESSION,
+                    compression_level=COMPRESSION_LEVEL,
+                )
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        return StagedPart(partition, None, 0)
+    fsync_file(target)
+    return StagedPart(partition, str(target), rows)
+
+
 def parquet_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The records of one part file as spec section 4 dicts (``ts`` as RFC 3339 UTC)."""
+    """The records of one part file as spec section 4 dicts (``ts`` as RFC 3339 UTC).
+
+    A file in another schema than ``RESULT_SCHEMA`` (written by the data source
+    from a user's DataFrame) comes back as its JSON Lines twin would read.
+    """
     parquet = pq.ParquetFile(path)
+    if not parquet.schema_arrow.equals(RESULT_SCHEMA):
+        yield from _plain_records(parquet)
+        return
     for group in range(parquet.num_row_groups):
         table = parquet.read_row_group(group)
         docs = table.column("docs").cast(_DOCS_AS_MICROS).to_pylist()
@@ -183,3 +238,23 @@ _DOCS_AS_MICROS = pa.list_(
         ]
     )
 )
+
+
+def _plain_records(parquet: pq.ParquetFile) -> Iterator[dict[str, Any]]:
+    schema = parquet.schema_arrow
+    for group in range(parquet.num_row_groups):
+        for row in parquet.read_row_group(group).to_pylist():
+            yield {field.name: _plain(row[field.name], field.type) for field in schema}
+
+
+def _plain(value: Any, kind: pa.DataType) -> Any:
+    """``value`` as the JSON Lines writer writes it: maps and structs as objects."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {str(key): _plain(item, kind.item_type) for key, item in value}
+    if pa.types.is_struct(kind):
+        return {field.name: _plain(value[field.name], field.type) for field in kind}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [_plain(item, kind.value_type) for item in value]
+    return json_value(value)

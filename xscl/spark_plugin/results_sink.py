@@ -4,8 +4,9 @@ Layout of a results directory (``path`` option)::
 
     _staging/<uuid>.jsonl               written by tasks, not yet committed
     part-<batch:020d>-<task:05d>.jsonl  committed data, one JSON result record per line
-                                        (or .parquet: the streaming job's
-                                        ``--results-format parquet``, ``results_parquet``)
+                                        (or .parquet: option ``format`` = ``parquet``,
+                                        or the streaming job's ``--results-format
+                                        parquet``; see ``results_parquet``)
     _commits/<batch:020d>.json          commit marker of a micro-batch: its part files
     _commits/w-<ns>-<uuid>.json         commit marker of a batch (non-streaming) write
 
@@ -19,6 +20,9 @@ duplicated. Readers (``read_results`` / ``compact``) only read files named by
 markers and also drop any repeated ``result_id`` (first committed wins), so even an
 upstream that emits a result twice yields a set. One streaming query per directory
 (batch ids are the query's); the directory must be shared by driver and executors.
+
+Options: ``path`` (required), ``format`` = ``jsonl`` (default) or ``parquet``
+(the DataFrame's columns as a zstd Parquet table, written from Arrow batches).
 
 Where things run: ``write`` on executors (once per task and attempt; the writer
 object is pickled there, so it holds only strings and booleans); ``commit`` /
@@ -39,6 +43,8 @@ from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
     DataSourceStreamWriter,
     DataSourceWriter,
     WriterCommitMessage,
@@ -50,6 +56,8 @@ from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.spark_plugin.errors import DataSourceOptionError, ResultsDirectoryError
 
 FORMAT_NAME = "xscl-results"
+#: Values of the ``format`` option: how tasks write their part files.
+PART_FORMATS = ("jsonl", "parquet")
 STAGING = "_staging"
 COMMITS = "_commits"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -64,23 +72,24 @@ class StagedPart(WriterCommitMessage):
     rows: int
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """``value`` as JSON data: timestamps as RFC 3339 UTC (naive ones read as local time)."""
     if isinstance(value, dt.datetime):
         moment = value if value.tzinfo is not None else value.astimezone()
         delta = moment - _EPOCH
         return format_ts((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
     if isinstance(value, Row):
-        return {key: _json_value(item) for key, item in value.asDict().items()}
+        return {key: json_value(item) for key, item in value.asDict().items()}
     if isinstance(value, dict):
-        return {str(key): _json_value(item) for key, item in value.items()}
+        return {str(key): json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_value(item) for item in value]
+        return [json_value(item) for item in value]
     return value
 
 
 def record_line(row: Row) -> str:
     """The JSON line of one result row (spec section 4; timestamps as RFC 3339 UTC)."""
-    record = _json_value(row)
+    record = json_value(row)
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -182,14 +191,27 @@ class ResultsDataSource(DataSource):
             raise DataSourceOptionError("xscl-results needs option 'path' (a directory)")
         return str(path)
 
+    def _parquet(self) -> bool:
+        part_format = str(self.options.get("format", "jsonl")).lower()
+        if part_format not in PART_FORMATS:
+            raise DataSourceOptionError(
+                f"xscl-results option 'format' is {part_format!r}; use one of "
+                + ", ".join(PART_FORMATS)
+            )
+        return part_format == "parquet"
+
     def writer(self, schema: StructType, overwrite: bool) -> ResultsBatchWriter:
         """A one-shot writer (driver, once per write; pickled to executors)."""
         _require_result_id(schema)
+        if self._parquet():
+            return ParquetResultsBatchWriter(self._path(), overwrite)
         return ResultsBatchWriter(self._path(), overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ResultsStreamWriter:
         """A micro-batch writer (driver, once per query start; pickled to executors)."""
         _require_result_id(schema)
+        if self._parquet():
+            return ParquetResultsStreamWriter(self._path())
         return ResultsStreamWriter(self._path())
 
 
@@ -242,6 +264,26 @@ class ResultsBatchWriter(DataSourceWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Drop what the failed write staged (driver, on failure)."""
         discard(messages)
+
+
+class ParquetResultsStreamWriter(ResultsStreamWriter, DataSourceStreamArrowWriter):
+    """``ResultsStreamWriter`` whose tasks write Arrow batches to Parquet parts."""
+
+    def write(self, iterator: Iterator[Any]) -> StagedPart:
+        """Stage this task's Arrow batches (executor, once per task attempt)."""
+        from xscl.spark_plugin.results_parquet import stage_record_batches
+
+        return stage_record_batches(self.path, iterator)
+
+
+class ParquetResultsBatchWriter(ResultsBatchWriter, DataSourceArrowWriter):
+    """``ResultsBatchWriter`` whose tasks write Arrow batches to Parquet parts."""
+
+    def write(self, iterator: Iterator[Any]) -> StagedPart:
+        """Stage this task's Arrow batches (executor, once per task attempt)."""
+        from xscl.spark_plugin.results_parquet import stage_record_batches
+
+        return stage_record_batches(self.path, iterator)
 
 
 def committed_markers(path: str | Path) -> list[dict[str, Any]]:
