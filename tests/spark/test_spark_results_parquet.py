@@ -21,6 +21,7 @@ from xscl.spark_plugin.results_sink import (
     clear_staging,
     commit_batch,
     compact,
+    count_results,
     read_results,
 )
 
@@ -76,6 +77,7 @@ def test_parquet_parts_read_back_as_the_json_lines_records(
     encoder = JsonLineEncoder()
     expected = [json.loads(encoder.encode(r)) for r in records]
     assert list(read_results(root)) == expected  # same records, same order
+    assert count_results(root) == len(records)
     parts = sorted(root.glob("part-*"))
     assert [p.suffix for p in parts] == ([".parquet"] if records else [])
     assert not any((root / STAGING).glob("*"))
@@ -113,6 +115,7 @@ def test_a_replayed_batch_and_a_mixed_directory_stay_exactly_once(tmp_path: Path
     assert [r["result_id"] for r in read_results(tmp_path)] == [
         _record(n).result_id for n in range(3)
     ]
+    assert count_results(tmp_path) == 3  # result 1 in both formats counts once
     out = tmp_path / "all.jsonl"
     assert compact(tmp_path, out) == 3
     assert [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()] == [
@@ -138,6 +141,8 @@ def test_a_damaged_part_is_a_coded_error(tmp_path: Path) -> None:
     with pytest.raises(ResultsDirectoryError, match="not readable Parquet") as caught:
         list(read_results(tmp_path))
     assert caught.value.code == "XSCL-S004"
+    with pytest.raises(ResultsDirectoryError, match="not readable Parquet"):
+        count_results(tmp_path)
 
 
 @pytest.mark.spark

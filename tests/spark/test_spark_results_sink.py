@@ -13,6 +13,7 @@ from xscl.spark_plugin.results_sink import (
     commit_batch,
     committed_markers,
     compact,
+    count_results,
     read_results,
 )
 
@@ -166,6 +167,7 @@ def test_parquet_parts_read_back_like_json_lines(spark: Any, tmp_path: Path) -> 
     by_id = {r["result_id"]: r for r in read_results(as_json)}
     assert by_id == {r["result_id"]: r for r in read_results(as_parquet)}
     assert len(by_id) == 6 and by_id["r1"]["nodes"] == {"x": "v1"}
+    assert count_results(as_parquet) == count_results(as_json) == 6
     assert by_id["r2"]["docs"] == [
         {"stream": "feeds", "docid": "d2", "ts": "2009-05-03T12:30:00.000250Z"}
     ]

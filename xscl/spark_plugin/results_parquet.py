@@ -240,6 +240,12 @@ _DOCS_AS_MICROS = pa.list_(
 )
 
 
+def parquet_result_ids(path: str | Path) -> list[str]:
+    """The ``result_id`` column of one part file (any schema that has one)."""
+    ids: list[str] = pq.read_table(path, columns=["result_id"]).column("result_id").to_pylist()
+    return ids
+
+
 def _plain_records(parquet: pq.ParquetFile) -> Iterator[dict[str, Any]]:
     schema = parquet.schema_arrow
     for group in range(parquet.num_row_groups):

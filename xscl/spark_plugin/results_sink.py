@@ -31,6 +31,7 @@ object is pickled there, so it holds only strings and booleans); ``commit`` /
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -306,25 +307,53 @@ def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
     Part files are JSON Lines or Parquet (``results_parquet``), by their suffix;
     a directory may hold both (the job restarted with another ``--results-format``).
     """
-    root = Path(path)
     seen: set[str] = set()
+    for file in _committed_parts(Path(path)):
+        for record in _part_records(file):
+            if record["result_id"] in seen:
+                continue
+            seen.add(record["result_id"])
+            yield record
+
+
+def count_results(path: str | Path) -> int:
+    """How many records ``read_results`` yields, reading only their result ids.
+
+    From a Parquet part that is one column, not every record's XML (what the job
+    reports at the end of a run); a JSON line is still parsed whole.
+    """
+    seen: set[str] = set()
+    for file in _committed_parts(Path(path)):
+        if file.suffix == ".parquet":
+            from xscl.spark_plugin.results_parquet import parquet_result_ids
+
+            with _readable_parquet(file):
+                seen.update(parquet_result_ids(file))
+        else:
+            seen.update(record["result_id"] for record in _part_records(file))
+    return len(seen)
+
+
+def _committed_parts(root: Path) -> Iterator[Path]:
     for marker in committed_markers(root):
         for part in marker["parts"]:
-            for record in _part_records(root / part["file"]):
-                if record["result_id"] in seen:
-                    continue
-                seen.add(record["result_id"])
-                yield record
+            yield root / part["file"]
+
+
+@contextlib.contextmanager
+def _readable_parquet(file: Path) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, ValueError) as exc:  # pyarrow's errors subclass these
+        raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
 
 
 def _part_records(file: Path) -> Iterator[dict[str, Any]]:
     if file.suffix == ".parquet":
         from xscl.spark_plugin.results_parquet import parquet_records
 
-        try:
+        with _readable_parquet(file):
             yield from parquet_records(file)
-        except (OSError, ValueError) as exc:  # pyarrow's errors subclass these
-            raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
         return
     with open(file, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):

@@ -32,7 +32,7 @@ from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.join_state import JOIN_STATE_FILE, JoinStateStore
 from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
 from xscl.spark_plugin.progress import BatchProgress
-from xscl.spark_plugin.results_sink import read_results
+from xscl.spark_plugin.results_sink import count_results, read_results
 from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class JobReport:
     warmed_up: int = 0
     #: results in the results directory at the end (all runs)
     results: int = 0
+    #: from the streaming query's start until it stopped (counting results is after)
     seconds: float = 0.0
     #: one entry per micro-batch of this run, from the ``StreamingQueryListener``
     batches: list[BatchProgress] = field(default_factory=list)
@@ -176,6 +177,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         0,
         documents=pipeline.documents,
         warmed_up=pipeline.warmed_up,
+        seconds=time.perf_counter() - started,
         batches=list(printer.batches),
         engine_stats=pipeline.engine.stats,
     )
@@ -183,21 +185,22 @@ def run_job(args: argparse.Namespace) -> JobReport:
         print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
         report.exit_code = 1
         return report
-    total = sum(1 for _ in read_results(output))
     if args.output:
         records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
         write_atomically(Path(args.output), jsonl(records))
+        total = len(records)
+    else:
+        total = count_results(output)
     restored = (
         "" if pipeline.restored_from is None else f" after the snapshot at {pipeline.restored_from}"
     )
     print(
         f"xscl: {pipeline.documents} documents this run (+{pipeline.warmed_up} replayed to "
         f"rebuild state{restored}), {total} results in "
-        f"{output} ({time.perf_counter() - started:.1f} s)",
+        f"{output} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
     report.results = total
-    report.seconds = time.perf_counter() - started
     return report
 
 
