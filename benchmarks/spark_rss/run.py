@@ -11,8 +11,10 @@
    figures are its own and every Spark run gets a fresh session and ``--home``):
    * ``spark``: ``xscl.spark_plugin.submit.run_job`` with ``--master local[2] --once
      --quiet --max-records-per-batch B``; ``job items/s`` = documents / the job's own
-     seconds (query start to end: excludes session start and registration); ``e2e
-     items/s`` = documents / the whole ``run_job`` call; p50/p95 of the micro-batches'
+     seconds (query start until it stops: includes the engine's registration of the
+     subscriptions in the first batch, excludes session start, parsing the queries
+     and counting the results afterwards); ``e2e items/s`` = documents / the whole
+     ``run_job`` call; p50/p95 of the micro-batches'
      ``triggerExecution`` (batches with documents); state = the stateful operators'
      rows/bytes of the last batch (Spark progress), the checkpoint folder's bytes and
      the join state's (``HOME/state``: the SQLite file with ``--join-state disk``, the
