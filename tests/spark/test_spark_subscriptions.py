@@ -133,6 +133,19 @@ def test_cli_subscribe_unsubscribe_and_list(
     assert capsys.readouterr().out.split() == ["by_author"]
 
 
+def test_serve_with_a_bad_queries_file_exits_2_and_subscribes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "bad.xscl"
+    queries.write_text(BY_AUTHOR + "broken: S//item->i JOIN;\n", encoding="utf-8")
+    home = ["--home", str(tmp_path / "home"), "--name", "job"]
+    assert main(["serve", "--queries", str(queries), "--once", *home]) == 2
+    err = capsys.readouterr().err
+    assert "1 invalid quer(ies) in" in err and f"{queries}:broken:2:24: XSCL-P004" in err
+    assert "xscl 0." not in err  # exits before starting Spark
+    assert SubscriptionLog(tmp_path / "home" / "registry" / "job").versions() == []
+
+
 # ------------------------------------------------------------- while running
 def _results(output: Path) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
