@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import fsync_file
 from xscl.engine.output import ResultRecord
-from xscl.spark_plugin.results_sink import STAGING, StagedPart, json_value
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, json_value, task_partition
 
 SUFFIX = ".parquet"
 #: The part files' schema: spec section 4's record fields.
@@ -158,10 +158,7 @@ def stage_record_batches(path: str, batches: Iterable[pa.RecordBatch]) -> Staged
     ``.option("format", "parquet")``); what it returns is pickled to the driver's
     commit. The file has the batches' schema and one row group per batch.
     """
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    partition = context.partitionId() if context is not None else 0
+    partition = task_partition()
     staging = Path(path) / STAGING
     target = staging / f"{uuid.uuid4().hex}{SUFFIX}"
     writer: pq.ParquetWriter | None = None

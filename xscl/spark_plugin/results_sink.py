@@ -111,12 +111,17 @@ def clear_staging(path: str | Path) -> int:
     return removed
 
 
-def stage_rows(path: str, rows: Iterable[Row]) -> StagedPart:
-    """Write one task's rows to a staging file (executor, once per task attempt)."""
+def task_partition() -> int:
+    """The partition of the running Spark task (0 outside a task): a part's order in its batch."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    partition = context.partitionId() if context is not None else 0
+    return context.partitionId() if context is not None else 0
+
+
+def stage_rows(path: str, rows: Iterable[Row]) -> StagedPart:
+    """Write one task's rows to a staging file (executor, once per task attempt)."""
+    partition = task_partition()
     staging = Path(path) / STAGING
     staging.mkdir(parents=True, exist_ok=True)
     target = staging / f"{uuid.uuid4().hex}.jsonl"
@@ -267,24 +272,24 @@ class ResultsBatchWriter(DataSourceWriter):
         discard(messages)
 
 
-class ParquetResultsStreamWriter(ResultsStreamWriter, DataSourceStreamArrowWriter):
+class _ParquetTasks:
+    """Writer tasks that get Arrow batches and stage them as one Parquet file."""
+
+    path: str
+
+    def write(self, iterator: Iterator[Any]) -> StagedPart:
+        """Stage this task's Arrow batches (executor, once per task attempt)."""
+        from xscl.spark_plugin.results_parquet import stage_record_batches
+
+        return stage_record_batches(self.path, iterator)
+
+
+class ParquetResultsStreamWriter(_ParquetTasks, ResultsStreamWriter, DataSourceStreamArrowWriter):
     """``ResultsStreamWriter`` whose tasks write Arrow batches to Parquet parts."""
 
-    def write(self, iterator: Iterator[Any]) -> StagedPart:
-        """Stage this task's Arrow batches (executor, once per task attempt)."""
-        from xscl.spark_plugin.results_parquet import stage_record_batches
 
-        return stage_record_batches(self.path, iterator)
-
-
-class ParquetResultsBatchWriter(ResultsBatchWriter, DataSourceArrowWriter):
+class ParquetResultsBatchWriter(_ParquetTasks, ResultsBatchWriter, DataSourceArrowWriter):
     """``ResultsBatchWriter`` whose tasks write Arrow batches to Parquet parts."""
-
-    def write(self, iterator: Iterator[Any]) -> StagedPart:
-        """Stage this task's Arrow batches (executor, once per task attempt)."""
-        from xscl.spark_plugin.results_parquet import stage_record_batches
-
-        return stage_record_batches(self.path, iterator)
 
 
 def committed_markers(path: str | Path) -> list[dict[str, Any]]:
