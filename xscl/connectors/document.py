@@ -56,6 +56,9 @@ class Document:
     xml: str
     source: str | None = None
     meta: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: read from a spool: the newest ``ts_micros`` of every record before it (None: the
+    #: first record, or a spool written before records carried it); not part of equality
+    newest_before: int | None = field(default=None, hash=False, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:

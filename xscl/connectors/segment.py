@@ -9,7 +9,11 @@ A segment is one file holding consecutive spool offsets::
               xml_len:uint32 stream docid xml meta_json                (little-endian)
 
 ``stream``, ``docid`` and ``xml`` are UTF-8; ``meta_json`` (the rest of the body,
-possibly empty) is ``{"source": ..., "meta": {...}}``. The CRC-32 covers the whole
+possibly empty) is ``{"source": ..., "meta": {...}, "newest_before": N}``:
+``newest_before`` is the newest ``ts_micros`` of every record before this one (absent
+for the first record and in spools written before it existed). It makes lateness a
+property of the record, decidable wherever the record is read (the streaming job's
+executors), whatever the batching (``xscl.spark_plugin.job``). The CRC-32 covers the whole
 body, and every body repeats its own offset, so a scan can tell a complete,
 intact record from a torn or corrupt one without any other file.
 Active segments are named ``<base:020d>.active``; sealed ones ``<base:020d>.seg``.
@@ -56,8 +60,11 @@ def encode_header(base: int) -> bytes:
     return HEADER.pack(MAGIC, base)
 
 
-def encode_record(offset: int, doc: Document) -> bytes:
-    """The framed bytes of one record; raise ``SpoolEncodeError`` if it cannot be stored."""
+def encode_record(offset: int, doc: Document, newest_before: int | None = None) -> bytes:
+    """The framed bytes of one record; raise ``SpoolEncodeError`` if it cannot be stored.
+
+    ``newest_before``: the newest timestamp of the records before it (module docstring).
+    """
     try:
         stream = doc.stream.encode("utf-8")
         docid = doc.docid.encode("utf-8")
@@ -67,6 +74,8 @@ def encode_record(offset: int, doc: Document) -> bytes:
             extra["source"] = doc.source
         if doc.meta:
             extra["meta"] = dict(doc.meta)
+        if newest_before is not None:
+            extra["newest_before"] = newest_before
         meta = json.dumps(extra, ensure_ascii=False).encode("utf-8") if extra else b""
     except UnicodeEncodeError as exc:
         raise SpoolEncodeError(f"document {doc.docid!r} is not valid Unicode: {exc}") from exc
@@ -99,11 +108,18 @@ def decode_body(body: bytes | memoryview) -> tuple[int, Document]:
     pos += xml_len
     source: str | None = None
     meta: dict[str, str] = {}
+    newest_before: int | None = None
     if pos < len(raw):
         extra = json.loads(raw[pos:].decode("utf-8"))
         source = extra.get("source")
         meta = extra.get("meta") or {}
-    return offset, Document(stream, docid, ts_micros, xml, source, meta)
+        newest_before = extra.get("newest_before")
+    return offset, Document(stream, docid, ts_micros, xml, source, meta, newest_before)
+
+
+def body_ts(body: bytes | memoryview) -> int:
+    """``ts_micros`` of a body, without decoding anything else."""
+    return int(BODY.unpack_from(body, 0)[1])
 
 
 def body_key(body: bytes | memoryview) -> tuple[int, str, str]:
@@ -122,6 +138,8 @@ class SegmentScan:
     #: file position of each intact record, in offset order, plus the end of the last one
     positions: list[int] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)
+    #: the newest ``ts_micros`` of the intact records (with ``want_keys``; None: no record)
+    newest: int | None = None
     #: bytes of the file (0 if the header itself is missing or torn)
     file_size: int = 0
     #: why the scan stopped before the end of the file (None: clean end)
@@ -175,8 +193,11 @@ def scan_segment(path: Path, base: int, *, want_keys: bool) -> SegmentScan:
             scan.followed_by_valid = _later_record_exists(data, pos, expected)
             break
         if want_keys:
-            _off, stream, docid = body_key(memoryview(data)[pos + FRAME_SIZE :])
+            body = memoryview(data)[pos + FRAME_SIZE :]
+            _off, stream, docid = body_key(body)
             scan.keys.append((stream, docid))
+            ts = body_ts(body)
+            scan.newest = ts if scan.newest is None else max(scan.newest, ts)
         pos += FRAME_SIZE + body_len
         expected += 1
         scan.positions.append(pos)

@@ -305,6 +305,7 @@ class Spool:
                 "more than one active segment, or one before a sealed one", source=str(self.path)
             )
         next_offset, truncated, problem = 0, 0, None
+        newest: int | None = None
         for base, sealed in segments:
             if base != next_offset:
                 raise SpoolCorruptError(
@@ -331,8 +332,12 @@ class Spool:
                     os.fsync(handle.fileno())
             for offset, (stream, docid) in enumerate(scan.keys, start=base):
                 self._index.setdefault(dedup_key(stream, docid), offset)
+            if scan.newest is not None:
+                newest = scan.newest if newest is None else max(newest, scan.newest)
             next_offset = base + len(scan.keys)
         self._next = next_offset
+        #: the newest timestamp of every record: each new record's ``newest_before``
+        self._newest = newest
         if actives:
             self._active_base = actives[0]
             self._active_fd = os.open(
@@ -389,6 +394,7 @@ class Spool:
             raise ValueError("spool is closed")
         planned: list[int | None] = []
         records: list[tuple[bytes, bytes]] = []
+        newest = self._newest
         batch_keys: set[bytes] = set()
         for doc in docs:
             check_stream_name(doc.stream)
@@ -397,7 +403,8 @@ class Spool:
                 planned.append(None)
                 continue
             offset = self._next + len(records)
-            records.append((key, encode_record(offset, doc)))
+            records.append((key, encode_record(offset, doc, newest)))
+            newest = doc.ts_micros if newest is None else max(newest, doc.ts_micros)
             batch_keys.add(key)
             planned.append(offset)
         if not records:
@@ -411,6 +418,7 @@ class Spool:
         for key, _record in records:
             self._index[key] = self._next
             self._next += 1
+        self._newest = newest
         self._write_head()
         return planned
 

@@ -366,6 +366,8 @@ class LocalEngine:
             except Stage1Error as exc:
                 witness = exc
         if isinstance(witness, Stage1Error):
+            if not derived:  # delivered: its ts counts toward lateness (docs/language.md)
+                self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
             self.stats.rejected += 1
             self.stats.rejections.append(Rejected(stream, docid, witness.message, witness.code))
             return []

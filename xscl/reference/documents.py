@@ -12,7 +12,9 @@ non-empty string. A re-delivered ``(stream, docid)`` of an *accepted* document i
 ignored (first delivery wins, spec 1) and counted, whatever its content; a
 docid whose first delivery was dead-lettered may be delivered again. With an
 allowed lateness L, a document whose ts is older than ``max ts of the documents
-accepted so far (file order) - L`` is dead-lettered with reason ``late``.
+delivered so far (file order) - L`` is dead-lettered with reason ``late``; a
+delivered document is one with a valid envelope that is not a re-delivery, whether
+its XML was accepted or not (a late one cannot raise the max).
 """
 
 from __future__ import annotations
@@ -196,6 +198,8 @@ def read_envelopes(
             tree = parse_xml(xml, max_bytes=max_bytes, max_depth=max_depth)
         except XmlDocumentError as exc:
             reject(number, stream, docid, str(exc), _XML_ERROR_CODES[exc.kind])
+            # it was delivered: its ts counts toward lateness like any other (docs/language.md)
+            max_ts = ts_micros if max_ts is None else max(max_ts, ts_micros)
             continue
         if (
             allowed_lateness_micros is not None
