@@ -1,15 +1,15 @@
 """``xscl run --engine spark``: the batch contract of spec section 4 on Spark.
 
 The batch run is the streaming job run once over a finished input, so the batch
-and the continuous paths share one code path (``pipeline.EnginePipeline``):
+and the continuous paths share one code path (``job.plan.start_job``):
 
 1. the JSONL envelopes are read with ``xscl.connectors.document`` (file order =
    arrival order); malformed envelopes become dead letters;
 2. the good documents are appended, in file order, to a temporary spool
    (``xscl.connectors.spool.Spool``), which drops a repeated (stream, docid);
-3. one ``xscl-spool`` streaming query with ``trigger(availableNow=True)`` feeds
-   every micro-batch to the driver's ``LocalEngine`` and commits the results
-   idempotently in the ``xscl-results`` layout;
+3. the queries become the first event of a temporary subscription registry, and
+   the job's plan (``job.plan``: Stage 1 and the join groups on the executors,
+   results written by tasks) runs once with ``trigger(availableNow=True)``;
 4. the committed, deduplicated result set is written sorted by (query,
    result_id), and the dead letters (envelope errors, Stage 1 rejects, late
    documents, in input-line order) to ``RESULTS.deadletter.jsonl``; both through
@@ -56,19 +56,15 @@ def run_batch(
     *,
     allowed_lateness_micros: int | None = None,
     max_records_per_batch: int | None = None,
-    join_state: str = "disk",
 ) -> BatchSummary:
     """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
 
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
-    micro-batch for the whole input); the result set does not depend on it, nor on
-    ``join_state`` ("disk": the streaming job's default, or "memory").
+    micro-batch for the whole input); the result set does not depend on it.
     """
-    if join_state not in ("disk", "memory"):
-        raise ValueError(f"join_state must be 'disk' or 'memory', got {join_state!r}")
-    from xscl.spark_plugin.join_state import JOIN_STATE_FILE, JoinStateStore
-    from xscl.spark_plugin.pipeline import EnginePipeline
+    from xscl.spark_plugin.job.plan import JobPlan
     from xscl.spark_plugin.results_sink import read_results
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
 
     source = str(input_path)
     output = Path(output_path)
@@ -88,40 +84,56 @@ def run_batch(
                     dropped += 1
                 else:
                     line_of_offset[offset] = line
-        store = JoinStateStore(work / JOIN_STATE_FILE) if join_state == "disk" else None
-        pipeline = EnginePipeline(
-            queries,
-            work / "spool",
-            work / _RESULTS,
-            allowed_lateness_micros=allowed_lateness_micros,
-            join_state=store,
+        registry = work / "registry"
+        if queries:
+            SubscriptionLog(registry).subscribe(registry_text(queries), source=source)
+        plan = JobPlan(
+            spool=str(work / "spool"),
+            registry=str(registry),
+            output=str(work / _RESULTS),
+            checkpoint=str(work / "checkpoint"),
+            name=f"xscl_run_{uuid.uuid4().hex}",
+            allowed_lateness=allowed_lateness_micros,
+            max_records_per_batch=max_records_per_batch,
+            once=True,
         )
-        try:
-            with _session(work / "home") as spark:
-                _run_once(spark, pipeline, work, max_records_per_batch)
-        finally:
-            if store is not None:
-                store.close()
-        for offset, rejected in _engine_dead_letters(work / _RESULTS):
+        with _session(work / "home") as spark:
+            batches = _run_once(spark, plan)
+        engine_dead = list(_engine_dead_letters(work / _RESULTS))
+        for offset, rejected in engine_dead:
             record = {"source": source, "line": line_of_offset[offset], **rejected}
             dead.append((line_of_offset[offset], _json(record)))
         records = sorted(read_results(work / _RESULTS), key=lambda r: (r["query"], r["result_id"]))
     dead.sort(key=lambda item: item[0])
     write_lines_atomically(dead_path, (text for _line, text in dead))
     write_lines_atomically(output, (_json(record) for record in records))
-    stats = pipeline.engine.stats
+    late = sum(1 for _offset, rejected in engine_dead if rejected["code"] == "XSCL-R008")
     return BatchSummary(
-        documents=stats.documents,
-        duplicates=stats.duplicates + dropped,
-        late=stats.late,
+        documents=len(line_of_offset) - len(engine_dead),
+        duplicates=dropped,
+        late=late,
         dead_letters=len(dead),
         results=len(records),
-        published_documents=stats.published,
-        templates=pipeline.engine.template_count,
-        micro_batches=len(pipeline.results_by_batch),
+        published_documents=0,
+        templates=0,
+        micro_batches=batches,
         output_path=output,
         deadletter_path=dead_path,
     )
+
+
+def registry_text(queries: Sequence[Query]) -> str:
+    """One query file holding ``queries`` under their own ids (for a registry event)."""
+    from dataclasses import replace
+
+    from xscl.lang.printer import format_query
+
+    declared: dict[str, str] = {}
+    for query in queries:
+        declared.update(query.namespaces)
+    lines = [f'DECLARE NAMESPACE {p} = "{uri}";' for p, uri in declared.items()]
+    lines.extend(format_query(replace(q, explicit_id=True)) + ";" for q in queries)
+    return "\n".join(lines) + "\n"
 
 
 @contextmanager
@@ -144,25 +156,18 @@ def _session(home: Path) -> Iterator[SparkSession]:
         spark.stop()
 
 
-def _run_once(spark: Any, pipeline: Any, work: Path, max_records_per_batch: int | None) -> None:
-    """One ``availableNow`` run of the spool through ``pipeline`` (driver)."""
-    reader = spark.readStream.format("xscl-spool").option("path", str(work / "spool"))
-    if max_records_per_batch:
-        reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
-    query = (
-        reader.load()
-        .writeStream.foreachBatch(pipeline)
-        .queryName(f"xscl_run_{uuid.uuid4().hex}")
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+def _run_once(spark: Any, plan: Any) -> int:
+    """One ``availableNow`` run of the job's plan over the spool; its micro-batches (driver)."""
+    from xscl.spark_plugin.job.plan import start_job
+
+    query = start_job(spark, plan)
     try:
         query.awaitTermination()
-    except Exception as exc:  # StreamingQueryException: the foreachBatch function failed
+    except Exception as exc:  # StreamingQueryException: a task failed
         raise SparkBatchError(f"the streaming query failed: {exc}") from exc
     if query.exception() is not None:
         raise SparkBatchError(f"the streaming query failed: {query.exception()}")
+    return sum(1 for p in query.recentProgress if p.numInputRows)
 
 
 def _engine_dead_letters(results: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -9,9 +9,12 @@ if TYPE_CHECKING:
 
 
 def register_data_sources(spark: SparkSession) -> None:
-    """Make ``format("xscl-spool")`` and ``format("xscl-results")`` available (idempotent)."""
+    """Make ``format("xscl-spool")``, ``format("xscl-results")`` and the streaming job's
+    own sink ``format("xscl-job-output")`` available (idempotent)."""
+    from xscl.spark_plugin.job.sink import JobOutputDataSource
     from xscl.spark_plugin.results_sink import ResultsDataSource
     from xscl.spark_plugin.spool_source import SpoolDataSource
 
     spark.dataSource.register(SpoolDataSource)
     spark.dataSource.register(ResultsDataSource)
+    spark.dataSource.register(JobOutputDataSource)

@@ -102,15 +102,30 @@ class StagedParquet:
     def write(self, record: ResultRecord) -> None:
         """Buffer one record; a full row group goes to the file."""
         xml = record.built_xml if record.xml_parts is None else "".join(record.xml_parts)
+        self.write_fields(
+            record.query, record.result_id, record.docs, record.nodes, record.values, xml or ""
+        )
+
+    def write_fields(
+        self,
+        query: str,
+        result_id: str,
+        docs: Iterable[tuple[str, str, int]],
+        nodes: Any,
+        values: Any,
+        xml: str,
+    ) -> None:
+        """Buffer one record given field by field (``docs``: (stream, docid, ts µs);
+        ``nodes``/``values``: a mapping or (name, value) pairs)."""
         columns = self._columns
-        columns["query"].append(record.query)
-        columns["result_id"].append(record.result_id)
-        columns["docs"].append([{"stream": s, "docid": d, "ts": t} for s, d, t in record.docs])
-        columns["nodes"].append(record.nodes)
-        columns["values"].append(record.values)
+        columns["query"].append(query)
+        columns["result_id"].append(result_id)
+        columns["docs"].append([{"stream": s, "docid": d, "ts": t} for s, d, t in docs])
+        columns["nodes"].append(nodes)
+        columns["values"].append(values)
         columns["xml"].append(xml)
         self.rows += 1
-        self._chars += len(xml or "")
+        self._chars += len(xml)
         if self._chars >= ROW_GROUP_CHARS or len(columns["xml"]) >= ROW_GROUP_ROWS:
             self._flush()
 

@@ -1,7 +1,11 @@
 """``xscl-spool``: the durable spool as a Spark data source (streaming and batch).
 
-Rows: ``offset LONG, stream STRING, docid STRING, ts TIMESTAMP, xml STRING``, one per
-spool record, ``offset`` being the record's exact spool offset.
+Rows: ``offset LONG, stream STRING, docid STRING, ts TIMESTAMP, xml STRING,
+newest_before LONG, version INT``, one per spool record: ``offset`` is the record's
+exact spool offset, ``newest_before`` the newest timestamp (UTC microseconds) of every
+record before it (null for the first, and in spools written before records carried
+it; ``segment``), ``version`` the subscription registry version the micro-batch runs
+with (0 without the ``registry`` option).
 
 Streaming offsets are JSON objects ``{"offset": N}`` meaning "every record with an
 offset below N". A micro-batch ``[start, end)`` is a fixed range of an append-only
@@ -18,6 +22,11 @@ Options (all strings, as Spark passes them):
 * ``maxRecordsPerBatch`` (streaming): at most this many records per micro-batch
   (default: all available). Batch reads split the range into partitions of this size.
 * ``recordsPerPartition``: records per Spark task within a range (default 10000).
+* ``registry`` (streaming): a job's subscription registry folder
+  (``subscriptions.SubscriptionLog``). Planning a micro-batch applies the registry's
+  new events at the batch's first offset (recorded once, so a replay applies each at
+  the same offset) and tags its rows with the resulting version: subscriptions change
+  between micro-batches, as data, without a new plan.
 * ``partitionsPerBatch`` (streaming): split each micro-batch into about this many
   tasks (default 1), never smaller than ``MIN_RECORDS_PER_PARTITION`` records nor
   larger than ``recordsPerPartition``; the job sets it to Spark's default
@@ -48,6 +57,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import (
+    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -66,6 +76,8 @@ SPOOL_SCHEMA = StructType(
         StructField("docid", StringType(), nullable=False),
         StructField("ts", TimestampType(), nullable=False),
         StructField("xml", StringType(), nullable=False),
+        StructField("newest_before", LongType(), nullable=True),
+        StructField("version", IntegerType(), nullable=False),
     ]
 )
 DEFAULT_RECORDS_PER_PARTITION = 10_000
@@ -76,12 +88,14 @@ ARROW_BATCH_ROWS = 1024
 
 
 class SpoolRange(InputPartition):
-    """One Spark task's half-open offset range ``[start, end)`` (picklable)."""
+    """One Spark task's half-open offset range ``[start, end)`` and the registry version
+    its rows are tagged with (picklable)."""
 
-    def __init__(self, start: int, end: int) -> None:
-        super().__init__((start, end))
+    def __init__(self, start: int, end: int, version: int = 0) -> None:
+        super().__init__((start, end, version))
         self.start = start
         self.end = end
+        self.version = version
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,7 @@ class SpoolOptions:
     max_records: int | None
     records_per_partition: int
     partitions_per_batch: int = 1
+    registry: str | None = None
 
     @classmethod
     def parse(cls, options: Any) -> SpoolOptions:
@@ -119,6 +134,7 @@ class SpoolOptions:
             partitions_per_batch=_positive(
                 "partitionsPerBatch", options.get("partitionsPerBatch", 1)
             ),
+            registry=options.get("registry") or None,
         )
 
 
@@ -150,12 +166,34 @@ def committed_end(path: str) -> int:
         raise SpoolReadError(f"cannot read spool {path}: {exc}") from exc
 
 
-def split_range(start: int, end: int, size: int) -> list[SpoolRange]:
+def split_range(start: int, end: int, size: int, version: int = 0) -> list[SpoolRange]:
     """``[start, end)`` cut into consecutive ranges of at most ``size`` records."""
-    return [SpoolRange(low, min(low + size, end)) for low in range(start, end, size)]
+    return [SpoolRange(low, min(low + size, end), version) for low in range(start, end, size)]
 
 
-def read_range(path: str, start: int, end: int) -> Iterator[Any]:
+def registry_version(registry: str, offset: int) -> int:
+    """Apply the registry's pending events at ``offset``; the version in effect there.
+
+    Runs on the driver, once per micro-batch (and replay) it plans. An event already
+    recorded at a later offset (a replay of an earlier batch) and every event after it
+    are not in effect yet; a new one is recorded at ``offset`` (once: a replay finds it).
+    """
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+    log = SubscriptionLog(registry)
+    applied = log.applied()
+    version = 0
+    for event in log.versions():
+        at = applied.get(event)
+        if at is None:
+            at = log.record_applied(event, offset)
+        if at > offset:
+            break
+        version = event
+    return version
+
+
+def read_range(path: str, start: int, end: int, version: int = 0) -> Iterator[Any]:
     """Arrow record batches of the records ``[start, end)`` (runs on executors).
 
     Raises ``SpoolReadError`` if the spool no longer holds every record of the range
@@ -173,16 +211,18 @@ def read_range(path: str, start: int, end: int) -> Iterator[Any]:
             pa.field("docid", pa.string(), nullable=False),
             pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
             pa.field("xml", pa.string(), nullable=False),
+            pa.field("newest_before", pa.int64(), nullable=True),
+            pa.field("version", pa.int32(), nullable=False),
         ]
     )
     reader = SpoolReader(path)
     expected = start
-    columns: tuple[list[Any], ...] = ([], [], [], [], [])
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
     for offset, doc in reader.iter_range(start, end):
         if offset != expected:
             raise SpoolReadError(f"spool {path}: offset {expected} missing (got {offset})")
         expected += 1
-        row = (offset, doc.stream, doc.docid, doc.ts_micros, doc.xml)
+        row = (offset, doc.stream, doc.docid, doc.ts_micros, doc.xml, doc.newest_before, version)
         for column, value in zip(columns, row, strict=True):
             column.append(value)
         if len(columns[0]) >= ARROW_BATCH_ROWS:
@@ -291,12 +331,14 @@ class SpoolStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         low, high = int(start["offset"]), int(end["offset"])
         share = -(-(high - low) // self.options.partitions_per_batch)
         size = min(self.options.records_per_partition, max(MIN_RECORDS_PER_PARTITION, share))
-        return split_range(low, high, size)
+        registry = self.options.registry
+        version = registry_version(registry, low) if registry is not None and low < high else 0
+        return split_range(low, high, size, version)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow batches of one range (executor, once per partition and attempt)."""
         assert isinstance(partition, SpoolRange)
-        return read_range(self.options.path, partition.start, partition.end)
+        return read_range(self.options.path, partition.start, partition.end, partition.version)
 
     def commit(self, end: dict[str, int]) -> None:
         """Spark finished every record below ``end`` (driver, once per micro-batch).

@@ -1,0 +1,256 @@
+"""Stage 2 on the executors: the join groups (``applyInPandasWithState``, RocksDB state).
+
+The routed rows (``route_task``) are grouped by their ``group`` key; Spark hands a
+group's rows of one micro-batch and its state to ``JoinGroups`` on an executor, and
+keeps the updated state in its state store (checkpointed with the query, restored
+after a failure, partitioned over the cluster). A group's state is the documents
+stored in it (``StoredDocs``).
+
+* **Value groups** (key = ``route_task.value_bucket`` of a string value): the
+  thesis's R_L slices (6.5), bucketed. A document is stored in the group of each
+  value it holds at an owner edge. The group runs the value engine's role plans
+  (``xscl.engine.matcher``: R_T tries, windows, distinct documents) for each new
+  document against the stored documents that share a string with it, in sequence
+  order, and **emits a match only if its older document is stored here under the
+  match's owner-edge value**: that older document is stored under exactly one
+  group per value and the newer one is routed to that group, so every result is
+  found exactly once in the whole cluster, whatever the batching.
+* **The chain group** (``CHAIN_GROUP``): the chain engine's queries (three or more
+  blocks, joins without a value condition, PUBLISH chains) in one group that holds
+  every document of their streams and runs ``LocalEngine.process_one`` (Stage 1
+  with its own definitions, published results fed back in dependency order). Its
+  cost grows with its state: it is the documented single partition
+  (docs/architecture.md).
+* **Dead letters** (``DEAD_GROUP``) pass through unchanged: one sink writes all.
+
+Eviction (invariant 4): with an allowed lateness L and every window finite, a group
+drops stored documents older than ``newest - L - reach``, ``newest`` being the
+newest timestamp among its batch's rows (never later than the stream's: a group
+only evicts what no later document can still reach). INF windows keep them, on
+RocksDB's disk.
+
+Output rows (``OUTPUT_DDL``): ``kind`` (``result`` | ``dead``), ``query``,
+``result_id``, ``end`` (microseconds), ``line`` (the record as a JSON line, spec §4).
+
+Where it runs: ``JoinGroups`` is built on the driver once per query start and
+pickled to executors (strings and integers only); ``__call__`` runs on an executor
+once per group and micro-batch (and replay).
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from xscl.engine import LocalEngine, ResultRecord
+from xscl.engine.json_lines import JsonLineEncoder
+from xscl.engine.matcher import Match
+from xscl.engine.state import DocState
+from xscl.spark_plugin.job.codec import decode, encode_state
+from xscl.spark_plugin.job.queries import JobQueries, owner_edge, queries_at
+from xscl.spark_plugin.job.route_task import CHAIN_GROUP, DEAD_GROUP
+
+#: Spark DDL of the join groups' output.
+OUTPUT_DDL = "kind STRING, query STRING, result_id STRING, end BIGINT, line BINARY"
+#: Spark DDL of a group's state.
+STATE_DDL = "docs BINARY"
+_OUTPUT_COLUMNS = ("kind", "query", "result_id", "end", "line")
+
+
+@dataclass
+class StoredDoc:
+    """One document stored in a group: what eviction and candidate lookup read unencoded."""
+
+    seq: int
+    ts: int
+    #: the values it is stored under in this group (value groups)
+    homes: list[str]
+    #: its distinct non-empty string values (the group's index keys)
+    strings: list[str]
+    data: bytes
+
+
+@dataclass
+class StoredDocs:
+    """A group's state: its stored documents and an index string value -> positions."""
+
+    docs: list[StoredDoc] = field(default_factory=list)
+    index: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, state: Any) -> StoredDocs:
+        if not state.exists:
+            return cls()
+        stored = cls([StoredDoc(*entry) for entry in marshal.loads(state.get[0])])
+        stored.reindex()
+        return stored
+
+    def dump(self) -> bytes:
+        return marshal.dumps([(d.seq, d.ts, d.homes, d.strings, d.data) for d in self.docs])
+
+    def reindex(self) -> None:
+        self.index = {}
+        for position, doc in enumerate(self.docs):
+            for value in doc.strings:
+                self.index.setdefault(value, []).append(position)
+
+    def add(self, doc: StoredDoc) -> None:
+        position = len(self.docs)
+        self.docs.append(doc)
+        for value in doc.strings:
+            self.index.setdefault(value, []).append(position)
+
+    def evict(self, horizon: int) -> int:
+        """Drop documents older than ``horizon``; how many."""
+        kept = [d for d in self.docs if d.ts >= horizon]
+        dropped = len(self.docs) - len(kept)
+        if dropped:
+            self.docs = kept
+            self.reindex()
+        return dropped
+
+
+@dataclass
+class NewDoc:
+    """A routed row of this batch, decoded."""
+
+    seq: int
+    newest: int
+    homes: list[str]
+    data: bytes
+    state: DocState
+
+
+class JoinGroups:
+    """The ``applyInPandasWithState`` function (see the module docstring)."""
+
+    def __init__(self, registry: str, allowed_lateness: int | None) -> None:
+        self.registry = registry
+        self.allowed_lateness = allowed_lateness
+
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        """One group's micro-batch (executor, once per group and batch)."""
+        group = int(key[0])
+        frame = pd.concat(list(frames), ignore_index=True)
+        out: list[tuple[str, str | None, str | None, int | None, bytes]] = []
+        if group == DEAD_GROUP:
+            out.extend(("dead", None, None, None, line) for line in frame["line"].tolist())
+            yield _frame(out)
+            return
+        version = int(frame["version"].max())
+        queries = queries_at(self.registry, version)
+        stored = StoredDocs.load(state)
+        new = sorted(
+            (
+                NewDoc(seq, newest, list(homes), data, decode(data))
+                for seq, newest, homes, data in zip(
+                    frame["seq"].tolist(),
+                    frame["newest"].tolist(),
+                    frame["homes"].tolist(),
+                    frame["doc"].tolist(),
+                    strict=True,
+                )
+            ),
+            key=lambda d: d.seq,
+        )
+        if group == CHAIN_GROUP:
+            records = self._chain(queries, stored, new)
+        else:
+            records = self._values(queries, stored, new)
+        encoder = JsonLineEncoder()
+        for record in records:
+            line = encoder.encode(record)
+            out.append(("result", record.query, record.result_id, record.end_micros, line))
+        if stored.docs:
+            state.update((stored.dump(),))
+        elif state.exists:
+            state.remove()
+        yield _frame(out)
+
+    # ------------------------------------------------------------ value groups
+    def _values(
+        self, queries: JobQueries, stored: StoredDocs, new: list[NewDoc]
+    ) -> Iterator[ResultRecord]:
+        engine = queries.value
+        horizon = self._horizon(engine, new)
+        if horizon is not None:
+            stored.evict(horizon)
+        engine.reset_documents(None)
+        homes: dict[int, list[str]] = {}  # id(DocState) -> values stored under here
+        wanted: set[int] = set()
+        for doc in new:
+            for value in doc.state.values.values():
+                wanted.update(stored.index.get(value, ()))
+        for position in sorted(wanted):
+            entry = stored.docs[position]
+            state = decode(entry.data)
+            engine.store(state)
+            homes[id(state)] = entry.homes
+        emitted: set[str] = set()
+        for doc in new:
+            for match in engine.matches(doc.state):
+                if self._owned(match, homes) and engine._sees(match):
+                    record = engine.record(match)
+                    if record.result_id not in emitted:
+                        emitted.add(record.result_id)
+                        yield record
+            if horizon is not None and doc.state.ts < horizon:
+                continue
+            engine.store(doc.state)
+            homes[id(doc.state)] = doc.homes
+            strings = sorted({v for v in doc.state.values.values() if v})
+            stored.add(StoredDoc(doc.seq, doc.state.ts, doc.homes, strings, doc.data))
+        engine.reset_documents(None)  # release this batch's documents
+
+    @staticmethod
+    def _owned(match: Match, homes: dict[int, list[str]]) -> bool:
+        """Is this group the one that emits ``match``? (module docstring)."""
+        row, docs, nodes = match
+        edge = owner_edge(row.template)
+        assert edge is not None  # the value engine holds only such templates
+        meta = edge[0]
+        value = docs[row.template.blocks[meta]].values.get(nodes[meta], "")
+        older = min(docs, key=lambda d: d.seq)
+        return value in homes.get(id(older), ())
+
+    # ------------------------------------------------------------- chain group
+    def _chain(
+        self, queries: JobQueries, stored: StoredDocs, new: list[NewDoc]
+    ) -> Iterator[ResultRecord]:
+        engine = queries.chain
+        horizon = self._horizon(engine, new)
+        if horizon is not None:
+            stored.evict(horizon)
+        engine.reset_documents(None)
+        for entry in stored.docs:
+            engine.store(decode(entry.data))
+        for doc in new:
+            engine.advance_seq(doc.seq - 1)
+            s = doc.state
+            yield from engine.process_one(s.stream, s.docid, s.ts, s.xml)
+        kept = StoredDocs()
+        for state in sorted(engine.docs.values(), key=lambda d: d.seq):
+            if horizon is None or state.ts >= horizon:
+                kept.add(StoredDoc(state.seq, state.ts, [], [], encode_state(state)))
+        stored.docs, stored.index = kept.docs, {}
+        engine.reset_documents(None)
+
+    def _horizon(self, engine: LocalEngine, new: list[NewDoc]) -> int | None:
+        """Stored documents older than this can join no later document (None: keep all)."""
+        reach = engine.reach()
+        if self.allowed_lateness is None or reach is None or not new:
+            return None
+        return max(d.newest for d in new) - self.allowed_lateness - reach
+
+
+def _frame(rows: list[tuple[str, str | None, str | None, int | None, bytes]]) -> pd.DataFrame:
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _OUTPUT_COLUMNS]
+    frame = pd.DataFrame(dict(zip(_OUTPUT_COLUMNS, columns, strict=True)))
+    frame["end"] = frame["end"].astype("Int64")
+    return frame

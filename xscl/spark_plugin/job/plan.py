@@ -1,0 +1,95 @@
+"""The streaming job's one Spark plan, built on the driver (the driver only plans).
+
+::
+
+    xscl-spool (offsets, registry version per batch)          driver plans, executors read
+      -> mapInArrow(RouteTask)       Stage 1, lateness, routing   executors
+      -> groupBy(group).applyInPandasWithState(JoinGroups)      executors, RocksDB state
+      -> repartition(query)                                      one task per feed owner
+      -> xscl-job-output                                         tasks write; driver commits
+
+The plan never changes while the job runs: subscriptions are data read by the tasks
+(``queries``), so subscribing, even to a new template, needs no new plan. Its
+shape is fixed by the checkpoint: ``state_partitions`` (Spark's shuffle partitions,
+the state store's partitioning: fixed at the first start) and ``buckets`` (how many
+value groups string values are hashed into) must stay the same across restarts of
+one job name.
+
+Where it runs: ``start_job`` on the driver, once per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
+from xscl.spark_plugin.job.route_task import INPUT_COLUMNS, ROUTED_DDL, RouteTask
+
+#: Default number of state store partitions (Spark's shuffle partitions for the job).
+DEFAULT_STATE_PARTITIONS = 8
+#: Default number of value groups string values are hashed into.
+DEFAULT_BUCKETS = 256
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything the job's plan depends on (driver)."""
+
+    spool: str
+    registry: str
+    output: str
+    checkpoint: str
+    name: str
+    allowed_lateness: int | None = None
+    results_format: str = "jsonl"
+    feed_entries: int = 200
+    state_partitions: int = DEFAULT_STATE_PARTITIONS
+    buckets: int = DEFAULT_BUCKETS
+    max_records_per_batch: int | None = None
+    once: bool = False
+    trigger_seconds: float = 1.0
+
+
+def start_job(spark: Any, plan: JobPlan) -> Any:
+    """Start the streaming query (driver, once); returns Spark's ``StreamingQuery``."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    spark.conf.set("spark.sql.shuffle.partitions", str(plan.state_partitions))
+    reader = (
+        spark.readStream.format("xscl-spool")
+        .option("path", plan.spool)
+        .option("registry", plan.registry)
+        .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
+    )
+    if plan.max_records_per_batch:
+        reader = reader.option("maxRecordsPerBatch", str(plan.max_records_per_batch))
+    routed = (
+        reader.load()
+        .selectExpr(*INPUT_COLUMNS)
+        .mapInArrow(RouteTask(plan.registry, plan.buckets, plan.allowed_lateness), ROUTED_DDL)
+    )
+    joined = routed.groupBy("group").applyInPandasWithState(
+        JoinGroups(plan.registry, plan.allowed_lateness),
+        OUTPUT_DDL,
+        STATE_DDL,
+        "append",
+        GroupStateTimeout.NoTimeout,
+    )
+    writer = (
+        # a real projection first: the pandas operator's columnar rows fed straight to a
+        # shuffle fail in Spark 4.3 (ClassCastException: ColumnarBatchRow -> UnsafeRow)
+        joined.selectExpr("concat(kind, '') AS kind", "query", "result_id", "end", "line")
+        .repartition(plan.state_partitions, "query")
+        .writeStream.format("xscl-job-output")
+        .option("path", plan.output)
+        .option("format", plan.results_format)
+        .option("feedEntries", str(plan.feed_entries))
+        .option("checkpointLocation", plan.checkpoint)
+        .queryName(plan.name)
+    )
+    if plan.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{plan.trigger_seconds} seconds")
+    return writer.start()

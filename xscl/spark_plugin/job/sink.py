@@ -1,0 +1,219 @@
+"""``xscl-job-output``: where the join groups' rows go, written by tasks, committed by batch.
+
+The job's streaming query ends in this sink. Its rows (``groups.OUTPUT_DDL``) arrive
+partitioned by query id, so each task owns its queries' Atom feeds for the batch:
+
+* **results**: each task stages its result lines as one part (JSON Lines, or Parquet
+  with ``format=parquet``; repeated result ids dropped), and the driver's commit
+  renames the parts and writes ``_commits/<batch:020d>.json`` atomically
+  (``results_sink.commit_batch``): a replayed batch finds its marker and discards
+  what it staged, so no result is committed twice;
+* **dead letters**: staged the same way and renamed to
+  ``deadletters/<batch:020d>-<task:05d>.jsonl`` before the marker (a replay renames
+  over the same names);
+* **Atom feeds**: each task merges its queries' newest results into their feeds
+  (``atom.AtomFeedWriter``; entries are idempotent by result id, so a replayed task
+  rewrites the same feed).
+
+Where it runs: the data source and ``commit``/``abort`` on the driver (once per
+query start / per micro-batch: renames and one marker, no per-record work);
+``write`` on executors, once per task and attempt. The writer is pickled to the
+executors and holds strings and integers only; each Python worker keeps one
+``AtomFeedWriter`` per feeds folder so a feed it wrote is not read back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from xscl.connectors.document import parse_ts
+from xscl.connectors.durable import fsync_dir
+from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.spark_plugin.errors import DataSourceOptionError
+from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
+from xscl.spark_plugin.results_sink import (
+    STAGING,
+    StagedPart,
+    commit_batch,
+    discard,
+    task_partition,
+)
+
+FORMAT_NAME = "xscl-job-output"
+DEAD_LETTERS = "deadletters"
+
+
+@dataclass
+class TaskOutput(WriterCommitMessage):
+    """What one task staged: its result part and its dead letters (None: nothing)."""
+
+    part: StagedPart
+    dead: str | None = None
+    dead_rows: int = 0
+    feeds: dict[str, int] = field(default_factory=dict)
+
+
+class JobOutputDataSource(DataSource):
+    """The ``xscl-job-output`` format (driver, once per plan)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> JobOutputWriter:
+        """The micro-batch writer (driver, once per query start; pickled to executors)."""
+        path = self.options.get("path")
+        if not path:
+            raise DataSourceOptionError("xscl-job-output needs option 'path' (a directory)")
+        part_format = str(self.options.get("format", "jsonl"))
+        if part_format not in RESULTS_FORMATS:
+            raise DataSourceOptionError(
+                f"xscl-job-output option 'format' is {part_format!r}; use one of "
+                + ", ".join(RESULTS_FORMATS)
+            )
+        entries = int(self.options.get("feedEntries", DEFAULT_FEED_ENTRIES))
+        return JobOutputWriter(str(path), part_format, entries)
+
+
+#: Per Python worker: the Atom writer of each feeds folder.
+_feed_writers: dict[tuple[str, int], AtomFeedWriter] = {}
+
+
+class JobOutputWriter(DataSourceStreamArrowWriter):
+    """See the module docstring."""
+
+    def __init__(self, path: str, part_format: str, feed_entries: int) -> None:
+        self.path = path
+        self.part_format = part_format
+        self.feed_entries = feed_entries
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
+        """Stage this task's results and dead letters, update its feeds (executor)."""
+        partition = task_partition()
+        staging = Path(self.path) / STAGING
+        staging.mkdir(parents=True, exist_ok=True)
+        lines: list[bytes] = []
+        dead: list[bytes] = []
+        newest: dict[str, list[tuple[int, str, bytes]]] = {}
+        seen: set[str] = set()
+        for batch in iterator:
+            columns = batch.to_pydict()
+            for kind, query, result_id, end, line in zip(
+                columns["kind"],
+                columns["query"],
+                columns["result_id"],
+                columns["end"],
+                columns["line"],
+                strict=True,
+            ):
+                if kind == "dead":
+                    dead.append(line)
+                elif result_id not in seen:
+                    seen.add(result_id)
+                    lines.append(line)
+                    _keep_newest(newest.setdefault(query, []), (end, result_id, line),
+                                 self.feed_entries)
+        part = self._stage_results(staging, partition, lines)
+        output = TaskOutput(part)
+        if dead:
+            output.dead = _stage_bytes(staging, b"".join(dead), ".jsonl")
+            output.dead_rows = len(dead)
+        if newest:
+            output.feeds = self._update_feeds(newest)
+        return output
+
+    def _stage_results(self, staging: Path, partition: int, lines: list[bytes]) -> StagedPart:
+        if not lines:
+            return StagedPart(partition, None, 0)
+        if self.part_format == "parquet":
+            from xscl.spark_plugin.results_parquet import StagedParquet
+
+            with StagedParquet(staging) as staged:
+                for line in lines:
+                    staged.write_fields(**_record_fields(json.loads(line)))
+            part = staged.part()
+            assert part is not None
+            return StagedPart(partition, part.staged, part.rows)
+        return StagedPart(partition, _stage_bytes(staging, b"".join(lines), ".jsonl"), len(lines))
+
+    def _update_feeds(self, newest: dict[str, list[tuple[int, str, bytes]]]) -> dict[str, int]:
+        key = (str(Path(self.path) / "feeds"), self.feed_entries)
+        writer = _feed_writers.get(key)
+        if writer is None:
+            writer = AtomFeedWriter(key[0], max_entries=self.feed_entries)
+            _feed_writers[key] = writer
+        for kept in newest.values():
+            for end, _result_id, line in kept:
+                writer.add(json.loads(line), end)
+        return writer.flush()
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Dead letters into place, then the results under the batch's marker (driver)."""
+        name = f"{batchId:020d}"
+        outputs = [m for m in messages if isinstance(m, TaskOutput)]
+        marker = Path(self.path) / "_commits" / f"{name}.json"
+        if not marker.exists():
+            folder = Path(self.path) / DEAD_LETTERS
+            moved = False
+            for output in outputs:
+                if output.dead is not None:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    os.replace(output.dead, folder / f"{name}-{output.part.partition:05d}.jsonl")
+                    moved = True
+            if moved:
+                fsync_dir(folder)
+        else:
+            for output in outputs:
+                if output.dead is not None:
+                    Path(output.dead).unlink(missing_ok=True)
+        commit_batch(self.path, name, [o.part for o in outputs])
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Drop what the failed attempt staged (driver)."""
+        outputs = [m for m in messages if isinstance(m, TaskOutput)]
+        discard([o.part for o in outputs])
+        for output in outputs:
+            if output.dead is not None:
+                Path(output.dead).unlink(missing_ok=True)
+
+
+def _keep_newest(
+    heap: list[tuple[int, str, bytes]], item: tuple[int, str, bytes], limit: int
+) -> None:
+    """Keep the ``limit`` newest (end, result id) items of a query: its feed shows no more."""
+    if len(heap) < limit:
+        heapq.heappush(heap, item)
+    elif item[:2] > heap[0][:2]:
+        heapq.heapreplace(heap, item)
+
+
+def _stage_bytes(staging: Path, data: bytes, suffix: str) -> str:
+    target = staging / f"{uuid.uuid4().hex}{suffix}"
+    with open(target, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return str(target)
+
+
+def _record_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """A spec §4 record as ``StagedParquet.write_fields`` arguments."""
+    return {
+        "query": record["query"],
+        "result_id": record["result_id"],
+        "docs": [(d["stream"], d["docid"], parse_ts(d["ts"])) for d in record["docs"]],
+        "nodes": record["nodes"],
+        "values": record["values"],
+        "xml": record["xml"],
+    }
