@@ -452,9 +452,12 @@ class _Parser:
         equalities: list[Equality] = []
         if not self.accept_keyword("TRUE"):
             while True:
+                left_span = self.span(self.pos)
                 left = self.variable()
                 self.expect("=")
-                equalities.append(Equality(left, self.variable()))
+                right_span = self.span(self.pos)
+                right = self.variable()
+                equalities.append(Equality(left, right, left_span, right_span))
                 if not self.accept_keyword("AND"):
                     break
         self.expect(",")

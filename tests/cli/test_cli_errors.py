@@ -1,0 +1,47 @@
+"""CLI errors a user can act on: one line naming the path or the query, an exit code.
+
+Exit codes: 0 success, 1 I/O (a path cannot be written, no feed could be read),
+2 usage or invalid input.  Tests run as root, where ``chmod`` stops nothing, so
+an unwritable path is one *under a regular file* (``some_file/sub``): creating
+a directory there fails with ENOTDIR for any user.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xscl.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _blocked(tmp_path: Path) -> Path:
+    """A regular file: any path under it cannot be created (even by root)."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory\n")
+    return blocker
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- validation: the caret is under the unbound variable -------------------------------
+
+
+def test_check_points_the_caret_at_the_unbound_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text("Q1: S//a->x\n  FOLLOWED BY {x = y1, 1h}\n  T//b->y\n")
+    assert main(["check", str(queries)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("Q1:2:20: XSCL-V001 unbound variable 'y1' in the join predicate "
+                           "(expected: x, y)")
+    assert err[1:3] == ["    FOLLOWED BY {x = y1, 1h}", " " * 21 + "^"]
