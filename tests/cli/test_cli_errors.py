@@ -8,6 +8,7 @@ a directory there fails with ENOTDIR for any user.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,32 @@ def test_check_points_the_caret_at_the_unbound_variable(
     assert err[0].endswith("Q1:2:20: XSCL-V001 unbound variable 'y1' in the join predicate "
                            "(expected: x, y)")
     assert err[1:3] == ["    FOLLOWED BY {x = y1, 1h}", " " * 21 + "^"]
+
+
+# -- dead letters name one line number: the file's ------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_dead_letters_name_the_file_line_only(engine: str, tmp_path: Path) -> None:
+    good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = [
+        good[0],
+        "",  # blank lines are skipped but counted
+        "this is not json",  # line 3
+        '{"stream": "S", "docid": "x", "ts": 1, "xml": "<a>"}',  # line 4: bad XML
+        '{"stream": "S", "docid": "y", "ts": 1, "xml": "<a/>",}',  # line 5: trailing comma
+    ]
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(docs), "--output", str(out)])
+    assert code == 0
+    dead = [json.loads(line) for line in (tmp_path / "r.deadletter.jsonl").read_text().splitlines()]
+    assert [d["line"] for d in dead] == [3, 4, 5]
+    assert dead[0]["reason"].endswith("not valid JSON: Expecting value at column 1")
+    assert dead[2]["reason"].endswith(
+        "not valid JSON: Expecting property name enclosed in double quotes at column 54"
+    )
+    for letter in (dead[0], dead[2]):
+        assert "line 1" not in letter["reason"] and "char" not in letter["reason"]
