@@ -9,6 +9,7 @@ a directory there fails with ENOTDIR for any user.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,41 @@ def test_dead_letters_name_the_file_line_only(engine: str, tmp_path: Path) -> No
     )
     for letter in (dead[0], dead[2]):
         assert "line 1" not in letter["reason"] and "char" not in letter["reason"]
+
+
+# -- run: an --output that cannot be written --------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_run_with_an_output_under_a_file_exits_1_in_one_line(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable --output: a path under a regular file (root cannot create it either)."""
+    out = _blocked(tmp_path) / "sub" / "results.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"), "--output", str(out)])
+    assert code == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"xscl run: cannot write --output {out}: {tmp_path / 'a_file'} is a file, not a "
+        "directory; give --output a file path in a directory you can write to"
+    )
+
+
+def test_run_with_a_read_only_output_folder_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder, simulated: ``os.access`` says no (root would pass a chmod)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == folder else real_access(p, mode)
+    )
+    code = main(["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--output", str(folder / "r.jsonl")])
+    assert code == 1
+    line = _one_line(capsys.readouterr().err)
+    assert f"cannot write --output {folder / 'r.jsonl'}: {folder} is not writable" in line
+    assert list(folder.iterdir()) == []
