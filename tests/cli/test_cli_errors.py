@@ -8,9 +8,11 @@ a directory there fails with ENOTDIR for any user.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +116,140 @@ def test_run_with_a_read_only_output_folder_exits_1(
     line = _one_line(capsys.readouterr().err)
     assert f"cannot write --output {folder / 'r.jsonl'}: {folder} is not writable" in line
     assert list(folder.iterdir()) == []
+
+
+# -- subscribe / unsubscribe: a --home that cannot be written --------------------------
+
+
+def _queries(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "q.xscl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_subscribe_with_a_home_under_a_file_exits_1_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable --home: a path under a regular file."""
+    home = _blocked(tmp_path) / "home"
+    queries = _queries(tmp_path, "Q1: S//a->x JOIN {x=y, 1h} S//b->y;\n")
+    assert main(["subscribe", str(queries), "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"xscl subscribe: cannot write the job's registry {home / 'registry' / 'xscl'} under "
+        f"--home {home}: {tmp_path / 'a_file'} is a file, not a directory; "
+        "pass a --home you can write to"
+    )
+
+
+def test_unsubscribe_that_cannot_write_the_registry_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registry that became read-only, simulated: writing the event file fails (EROFS)."""
+    import xscl.connectors.durable as durable
+
+    home = tmp_path / "home"
+    queries = _queries(tmp_path, "Q1: S//a->x JOIN {x=y, 1h} S//b->y;\n")
+    assert main(["subscribe", str(queries), "--home", str(home)]) == 0
+    capsys.readouterr()
+
+    def read_only(path: Path, data: bytes) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(durable, "write_synced", read_only)
+    assert main(["unsubscribe", "Q1", "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"xscl unsubscribe: cannot write the job's registry {home}")
+    assert line.endswith("Read-only file system; pass a --home you can write to")
+
+
+# -- subscriptions: a --home or registry that is not there -----------------------------
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_subscriptions_without_a_home_exits_2(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "nowhere" if kind == "missing" else _blocked(tmp_path)
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    what = "does not exist" if kind == "missing" else "is not a directory"
+    assert _one_line(captured.err) == (
+        f"xscl subscriptions: --home {home} {what}: pass the --home the job was started with "
+        "('xscl serve --home HOME' or 'xscl subscribe FILE --home HOME')"
+    )
+
+
+def test_subscriptions_of_an_unknown_job_name_the_jobs_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    assert "add queries with 'xscl subscribe FILE --home" in _one_line(capsys.readouterr().err)
+    queries = _queries(tmp_path, "Q1: S//a->x;\n")
+    assert main(["subscribe", str(queries), "--home", str(home), "--name", "news"]) == 0
+    capsys.readouterr()
+    assert main(["subscriptions", "--home", str(home), "--name", "news"]) == 0
+    assert capsys.readouterr().out == "Q1\n"
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"xscl subscriptions: no registry of job 'xscl' under --home {home}")
+    assert line.endswith("jobs with a registry there: news (pass --name)")
+
+
+def test_subscriptions_of_an_unreadable_registry_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unreadable, simulated: listing the registry folder fails with EACCES (root reads all)."""
+    home = tmp_path / "home"
+    assert main(["subscribe", str(_queries(tmp_path, "Q1: S//a->x;\n")), "--home", str(home)]) == 0
+    capsys.readouterr()
+    folder = home / "registry" / "xscl"
+    real_listdir = os.listdir
+
+    def denied(path: Any = ".") -> list[str]:
+        if Path(path) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", denied)
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert _one_line(captured.err) == (
+        f"xscl subscriptions: cannot read the registry under --home {home}: "
+        f"{folder}: Permission denied"
+    )
+
+
+# -- unsubscribe: a PUBLISHed stream that others read ----------------------------------
+
+PUBLISHING = """
+P: S//a->x JOIN {x=y, 1h} T//b->y PUBLISH pairs;
+R: pairs/result->r[./a->u] JOIN {u=v, 1h} S//c->v;
+R2: pairs//a->w;
+Other: S//d->z;
+"""
+
+
+def test_unsubscribe_of_a_publisher_with_readers_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    assert main(["subscribe", str(_queries(tmp_path, PUBLISHING)), "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["unsubscribe", "P", "--home", str(home)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "xscl unsubscribe: refused: P publishes stream 'pairs', read by R, R2: unsubscribe the "
+        "readers too ('xscl unsubscribe P R R2'), or pass --force to leave them without that "
+        "input"
+    )
+    assert main(["unsubscribe", "P", "R", "--home", str(home)]) == 2  # R2 still reads
+    assert "read by R2:" in capsys.readouterr().err
+    assert main(["unsubscribe", "Other", "R", "--home", str(home)]) == 0  # readers may go
+    assert main(["unsubscribe", "P", "--force", "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["subscriptions", "--home", str(home)]) == 0
+    assert capsys.readouterr().out == "R2\n"
