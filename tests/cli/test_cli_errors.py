@@ -253,3 +253,63 @@ def test_unsubscribe_of_a_publisher_with_readers_is_refused(
     capsys.readouterr()
     assert main(["subscriptions", "--home", str(home)]) == 0
     assert capsys.readouterr().out == "R2\n"
+
+
+# -- poll: unwritable paths, and passes in which feeds failed --------------------------
+
+FEEDS = EXAMPLES / "rss" / "feeds"
+
+
+@pytest.mark.parametrize("option", ["--spool", "--state", "--dead-letter"])
+def test_poll_with_a_path_under_a_file_exits_1_in_one_line(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable spool, state or dead-letter path: under a regular file."""
+    bad = _blocked(tmp_path) / "x"
+    args = ["poll", "--quiet", "--spool", str(tmp_path / "spool"), str(FEEDS)]
+    if option == "--spool":
+        args[3] = str(bad)
+    else:
+        args[1:1] = [option, str(bad)]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert _one_line(captured.err) == (
+        f"xscl poll: cannot write {option} {bad}: {tmp_path / 'a_file'} is a file, not a "
+        f"directory; pass a {option} path you can write to"
+    )
+    assert captured.out == ""
+
+
+def test_poll_exits_1_when_no_feed_could_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    missing = [str(tmp_path / "gone.xml"), str(tmp_path / "gone.atom")]
+    assert main(["poll", "--quiet", "--spool", str(spool), *missing]) == 1
+    err = capsys.readouterr().err
+    assert _one_line(err) == (
+        "xscl poll: no feed could be read: 2 of 2 feeds failed "
+        f"(dead letters: {spool / 'deadletter.jsonl'})"
+    )
+
+
+def test_poll_exits_0_when_some_feeds_were_read_and_says_how_many_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    args = ["poll", "--quiet", "--json", "--spool", str(spool), str(tmp_path / "gone.xml")]
+    assert main([*args, str(FEEDS)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["feeds_ok"] == 2
+    assert _one_line(captured.err) == (
+        f"xscl poll: 1 of 3 feeds failed (dead letters: {spool / 'deadletter.jsonl'})"
+    )
+
+
+def test_poll_exits_1_when_no_feed_is_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["poll", "--quiet", "--spool", str(tmp_path / "spool"), str(empty)]) == 1
+    assert _one_line(capsys.readouterr().err).startswith(f"xscl poll: no feed found in {empty}")
