@@ -125,6 +125,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert main([*args, "--input", str(tmp_path / "missing.jsonl")]) == 2
     assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
                  "--allowed-lateness", "soon"]) == 2
+    assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--allowed-lateness", "\u0665s"]) == 2  # Arabic-Indic 5: ASCII digits only
     assert main([]) == 2
 
 

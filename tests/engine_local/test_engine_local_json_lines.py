@@ -38,9 +38,13 @@ def _check(text: str, docs: list[Doc], cache_bytes: int) -> int:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**9), cache_bytes=st.sampled_from([0, 700, 1 << 26]))
-def test_lines_equal_json_dumps(seed: int, cache_bytes: int) -> None:
-    text, docs = random_workload(seed, queries=5, documents=8)
+@given(
+    seed=st.integers(0, 10**9),
+    cache_bytes=st.sampled_from([0, 700, 1 << 26]),
+    numbers=st.booleans(),
+)
+def test_lines_equal_json_dumps(seed: int, cache_bytes: int, numbers: bool) -> None:
+    text, docs = random_workload(seed, queries=5, documents=8, numbers=numbers)
     _check(text, docs, cache_bytes)
 
 

@@ -61,9 +61,9 @@ def check_every_match(text: str, docs: list[Doc]) -> int:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**9))
-def test_fast_records_equal_plain_records(seed: int) -> None:
-    text, docs = random_workload(seed, queries=5, documents=7)
+@given(seed=st.integers(0, 10**9), numbers=st.booleans())
+def test_fast_records_equal_plain_records(seed: int, numbers: bool) -> None:
+    text, docs = random_workload(seed, queries=5, documents=7, numbers=numbers)
     check_every_match(text, docs)
 
 

@@ -36,18 +36,18 @@ def engine_results(text: str, docs: Sequence[Doc], **options: object) -> set[str
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**9))
-def test_random_workloads_equal_reference(seed: int) -> None:
-    text, docs = random_workload(seed)
+@given(seed=st.integers(0, 10**9), numbers=st.booleans())
+def test_random_workloads_equal_reference(seed: int, numbers: bool) -> None:
+    text, docs = random_workload(seed, numbers=numbers)
     expected = reference_results(text, docs)
     assert engine_results(text, docs) == expected, text
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10**9))
-def test_queries_repeated_under_other_ids_equal_reference(seed: int) -> None:
+@given(seed=st.integers(0, 10**9), numbers=st.booleans())
+def test_queries_repeated_under_other_ids_equal_reference(seed: int, numbers: bool) -> None:
     """Each query twice, under two ids: the second is registered from the shape memo."""
-    text, docs = random_workload(seed, queries=3)
+    text, docs = random_workload(seed, queries=3, numbers=numbers)
     again = text.replace("Q", "R")  # the ids are the only 'Q's in the text
     both = f"{text};\n{again}"
     engine = LocalEngine(parse_queries(both))
@@ -57,9 +57,9 @@ def test_queries_repeated_under_other_ids_equal_reference(seed: int) -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10**9))
-def test_arrival_order_and_redelivery_do_not_change_results(seed: int) -> None:
-    text, docs = random_workload(seed, queries=3, documents=7)
+@given(seed=st.integers(0, 10**9), numbers=st.booleans())
+def test_arrival_order_and_redelivery_do_not_change_results(seed: int, numbers: bool) -> None:
+    text, docs = random_workload(seed, queries=3, documents=7, numbers=numbers)
     expected = engine_results(text, docs)
     rng = random.Random(seed)
     shuffled = list(docs)
@@ -76,9 +76,9 @@ def test_arrival_order_and_redelivery_do_not_change_results(seed: int) -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10**9))
-def test_view_cache_off_or_tiny_gives_the_same_results(seed: int) -> None:
-    text, docs = random_workload(seed)
+@given(seed=st.integers(0, 10**9), numbers=st.booleans())
+def test_view_cache_off_or_tiny_gives_the_same_results(seed: int, numbers: bool) -> None:
+    text, docs = random_workload(seed, numbers=numbers)
     expected = engine_results(text, docs)
     assert engine_results(text, docs, view_cache=False) == expected
     assert engine_results(text, docs, view_cache_max_rows=2) == expected

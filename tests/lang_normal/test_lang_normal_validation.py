@@ -37,15 +37,28 @@ def test_valid_query_has_no_error() -> None:
     assert validate(query, streams={"S", "T"}) == []
 
 
-def test_v001_unbound_join_variable_points_at_the_operator() -> None:
+def test_v001_unbound_join_variable_points_at_the_variable() -> None:
     text = "Q1: S//a->x JOIN {x=y, 1s}\n   T//b[./c->z]"
     (query,) = parse_queries(text)
     error = only(validate(query, text=text))
-    assert (error.code, error.qid, error.line, error.column) == ("XSCL-V001", "Q1", 1, 13)
+    assert (error.code, error.qid, error.line, error.column) == ("XSCL-V001", "Q1", 1, 21)
     assert "'y'" in error.message
     assert error.expected == ("x", "z")
-    assert error.excerpt.splitlines()[1] == " " * 12 + "^"
+    assert error.excerpt.splitlines()[1] == " " * 20 + "^"
     assert isinstance(error, ValueError)
+
+
+def test_v001_caret_is_under_the_variable_not_followed_by() -> None:
+    """The caret used to point at FOLLOWED; now at each unbound variable, on its own line."""
+    text = "Q1: S//a->x\n  FOLLOWED BY {x = y1 AND\n               w = y, 1h}\n  T//b->y"
+    (query,) = parse_queries(text)
+    errors = validate(query, text=text)
+    assert [(e.code, e.line, e.column) for e in errors] == [
+        ("XSCL-V001", 2, 20),  # y1
+        ("XSCL-V001", 3, 16),  # w
+    ]
+    assert errors[0].excerpt == "  FOLLOWED BY {x = y1 AND\n" + " " * 19 + "^"
+    assert errors[1].excerpt == "               w = y, 1h}\n" + " " * 15 + "^"
 
 
 def test_v002_unbound_select_variable_points_at_the_query() -> None:
@@ -85,7 +98,7 @@ def test_v005_query_reading_its_own_publish_stream() -> None:
 def test_v006_predicate_uses_a_later_block() -> None:
     text = "Q6: S//a->x JOIN {x=z, 1s} T//b->y FOLLOWED BY {y=z, 1s} U//c->z"
     error = only(validate(parse_query(text)))
-    assert (error.code, error.column) == ("XSCL-V006", 13)
+    assert (error.code, error.column) == ("XSCL-V006", 21)  # the z of {x=z
     assert error.expected == ("x", "y")
 
 

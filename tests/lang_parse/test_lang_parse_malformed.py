@@ -39,6 +39,9 @@ MALFORMED: list[tuple[str, str, int, int]] = [
     ("S//a[b=\"x']", "XSCL-P002", 1, 8),  # mismatched quotes
     ("S//a[. == 'x']", "XSCL-P003", 1, 9),
     ("S//a[. = x]", "XSCL-P003", 1, 10),  # literal expected
+    ("S//a[. = \u0667]", "XSCL-P003", 1, 10),  # Arabic-Indic 7: numbers are ASCII digits
+    ("S//a[. = \uff17]", "XSCL-P003", 1, 10),  # fullwidth 7
+    ("S//a JOIN {x=y, \u0665s} T", "XSCL-P005", 1, 17),  # Arabic-Indic 5 as a window
     ("S//p:", "XSCL-P004", 1, 6),  # bad qname: no local part
     ("S//p: a", "XSCL-P003", 1, 6),  # bad qname: space after ':'
     ("S//p:a", "XSCL-V008", 1, 4),  # unknown prefix

@@ -30,7 +30,7 @@ JOIN = "S/item[./a->x1] JOIN {x1 = y1, 5s} T/item[./a->y1]"
 @given(seed=st.integers(0, 10**9))
 def test_memoised_answers_equal_fresh_ones_under_any_id(seed: int) -> None:
     rng = random.Random(seed)
-    texts = [random_query(rng, "A", rng.choice((1, 2, 3))) for _ in range(4)]
+    texts = [random_query(rng, "A", rng.choice((1, 2, 3)), rng.random() < 0.5) for _ in range(4)]
     memo = ShapeMemo(max_shapes=rng.choice((1, 2, 100)))
     for round_ in range(3):  # the same shapes again, under new ids, in another order
         rng.shuffle(texts)

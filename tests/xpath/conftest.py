@@ -47,7 +47,8 @@ FUNCTIONS: dict[str, str] = {
 }
 
 _NS = "urn:xscl-oracle"
-_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\Z")
+# spec 3.1: the xs:double lexical space minus NaN, ASCII digits only
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|INF)\Z")
 
 
 def _norm(raw: str) -> str:
@@ -66,7 +67,7 @@ def _compare(value: str, op: str, kind: str, literal: str) -> bool:
     if kind == "n":
         if not _NUMBER.match(value):
             return False
-        left, right = Decimal(value), Decimal(literal)
+        left, right = Decimal(value.replace("INF", "Infinity")), Decimal(literal)
     else:
         left, right = value, literal
     outcome: bool = {

@@ -12,8 +12,15 @@ from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.strings import compare, parse_number
 
 OPS = ["=", "!=", "<", "<=", ">", ">="]
-WORDS = st.sampled_from(["", "a", "b", "ab", "B", "caf\u00e9", "1", "10", "2.5", "-3", "x y"])
-NUMBERS = st.sampled_from(["0", "1", "2.5", "-3", "10", "1.0"]).map(Decimal)
+# numbers of spec 3.1 (signs, exponents, INF) and values that are not numbers
+NUMERIC_WORDS = [
+    "+1", "1e1", "25E-1", "-.3e1", "1.", "INF", "+INF", "-INF", "NaN",
+    "1,000", "\uff11",
+]
+WORDS = st.sampled_from(
+    ["", "a", "b", "ab", "B", "caf\u00e9", "1", "10", "2.5", "-3", "x y", *NUMERIC_WORDS]
+)
+NUMBERS = st.sampled_from(["0", "1", "2.5", "-3", "10", "1.0", "-1000000"]).map(Decimal)
 
 
 @settings(max_examples=100, deadline=None)

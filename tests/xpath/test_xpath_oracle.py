@@ -41,7 +41,11 @@ SETTINGS = settings(
 )
 
 # ----------------------------------------------------------------- documents
-TEXTS = st.sampled_from(["", "x", " 1 ", "2.5", "-3", "a", "caf\u00e9", "cafe\u0301", "  ", "X y"])
+# numbers and near-numbers of spec 3.1
+NUMERIC_TEXTS = ["+1", "25e-1", "-INF", "INF", "NaN", "1,000", "\uff11", "\u0661", "1.", ".5"]
+TEXTS = st.sampled_from(
+    ["", "x", " 1 ", "2.5", "-3", "a", "caf\u00e9", "cafe\u0301", "  ", "X y", *NUMERIC_TEXTS]
+)
 
 
 @st.composite

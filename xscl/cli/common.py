@@ -1,8 +1,9 @@
-"""Helpers shared by the commands: loading query files, printing errors, durations."""
+"""Helpers shared by the commands: loading query files, printing errors, durations, paths."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
             print(f"{source}:{error}", file=sys.stderr)
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)?\s*$")
 
 
 def parse_duration(text: str) -> int:
@@ -57,3 +58,39 @@ def parse_duration(text: str) -> int:
     from decimal import Decimal
 
     return int(Decimal(amount) * UNIT_MICROS[unit])
+
+
+# -- paths a command writes: say why not before the work, in one line -----------------
+
+
+def unwritable_folder(folder: str | Path) -> str | None:
+    """Why files cannot be created in ``folder`` (made if missing); None when they can.
+
+    Looks at the nearest existing ancestor-or-self: it must be a directory this
+    process may write to (``os.access``, which also says no on a read-only file
+    system; root may write anywhere else, but never under a regular file).
+    Nothing is created.
+    """
+    existing = Path(folder)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable (permissions or a read-only file system)"
+    return None
+
+
+def unwritable_file(path: str | Path) -> str | None:
+    """Why ``path`` cannot be written (created or replaced); None when it can."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{target} is a directory"
+    return unwritable_folder(target.parent)
+
+
+def os_error_reason(exc: OSError) -> str:
+    """``PATH: strerror`` of an ``OSError`` (its own text when it names no path)."""
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

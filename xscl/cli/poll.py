@@ -2,8 +2,10 @@
 
 Prints a progress line on stderr (feeds done/total, items new/duplicate, errors) and
 a summary at the end of each pass on stdout. Feed errors are reported and counted,
-never fatal: exit 0 when the run completed, 2 on a usage error, 1 when the spool
-itself cannot be used (e.g. locked by another writer).
+never fatal to the pass: exit 0 when some feed could be read (how many failed is
+said on stderr), 1 when none could (every feed failed, or no feed was found) or
+when the spool, its state or dead-letter file cannot be used (locked by another
+writer, not writable: said in one line), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from xscl.cli.common import os_error_reason, unwritable_file, unwritable_folder
 from xscl.connectors.document import STREAM_NAME
 from xscl.connectors.errors import ConnectorIOError
 from xscl.connectors.feeds import FORMS
 from xscl.connectors.fetch import FeedStateStore, Fetcher, FetchPolicy
-from xscl.connectors.poller import Poller, PollSummary, expand_feed_sources
+from xscl.connectors.poller import FEED_SUFFIXES, Poller, PollSummary, expand_feed_sources
 from xscl.connectors.spool import Spool
 
 DEFAULT_SPOOL = "xscl-data/spool"
@@ -89,18 +92,36 @@ def run(args: argparse.Namespace) -> int:
             "--timeout must be positive, --retries and --min-host-interval not negative"
         )
     spool_dir = Path(args.spool)
+    state_path = Path(args.state or spool_dir / "feeds-state.json")
+    dead_letter_path = Path(args.dead_letter or spool_dir / "deadletter.jsonl")
+    for option, path, problem in (
+        ("--spool", spool_dir, unwritable_folder(spool_dir)),
+        ("--state", state_path, unwritable_file(state_path)),
+        ("--dead-letter", dead_letter_path, unwritable_file(dead_letter_path)),
+    ):
+        if problem is not None:
+            print(f"xscl poll: cannot write {option} {path}: {problem}; "
+                  f"pass a {option} path you can write to", file=sys.stderr)  # fmt: skip
+            return 1
     try:
-        spool = Spool(spool_dir)
-    except ConnectorIOError as exc:
+        return _poll(args, spool_dir, state_path, dead_letter_path)
+    except ConnectorIOError as exc:  # e.g. the spool is locked by another writer
         print(f"xscl poll: {exc}", file=sys.stderr)
         return 1
-    with spool:
-        state = FeedStateStore(args.state or spool_dir / "feeds-state.json")
+    except OSError as exc:  # the disk filled up, a folder changed under us, ...
+        print(f"xscl poll: I/O error: {os_error_reason(exc)} (--spool {spool_dir})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+
+
+def _poll(args: argparse.Namespace, spool_dir: Path, state_path: Path, dead_path: Path) -> int:
+    summary: PollSummary | None = None
+    with Spool(spool_dir) as spool:
+        state = FeedStateStore(state_path)
         policy = FetchPolicy(
             timeout_s=args.timeout, retries=args.retries, min_host_interval_s=args.min_host_interval
         )
-        dead_letter_path = Path(args.dead_letter or spool_dir / "deadletter.jsonl")
-        with open(dead_letter_path, "a", encoding="utf-8") as dead_letters:
+        with open(dead_path, "a", encoding="utf-8") as dead_letters:
             poller = Poller(
                 spool,
                 stream=args.stream,
@@ -114,12 +135,33 @@ def run(args: argparse.Namespace) -> int:
                     summary = poller.poll(
                         sources, progress=None if args.quiet else _progress_printer()
                     )
-                    _print_summary(summary, args, spool, dead_letter_path)
+                    _print_summary(summary, args, spool, dead_path)
                     if args.once or args.interval is None:
                         break
+                    _report_failures(summary, args.feeds, dead_path)
                     time.sleep(args.interval)
             except KeyboardInterrupt:
                 print("xscl poll: interrupted", file=sys.stderr)
+    if summary is None:  # interrupted during the first pass
+        return 0
+    return _report_failures(summary, args.feeds, dead_path)
+
+
+def _report_failures(summary: PollSummary, feeds: list[str], dead_letters: Path) -> int:
+    """Say on stderr how many feeds of the pass failed; 1 when no feed could be read."""
+    if summary.feeds == 0:
+        print(f"xscl poll: no feed found in {' '.join(feeds)} (feed files end in "
+              f"{' '.join(FEED_SUFFIXES)}; or give http(s) URLs)", file=sys.stderr)  # fmt: skip
+        return 1
+    if summary.feeds_error == 0:
+        return 0
+    plural = "s" if summary.feeds != 1 else ""
+    failed = f"{summary.feeds_error} of {summary.feeds} feed{plural} failed"
+    if summary.feeds_error == summary.feeds:
+        print(f"xscl poll: no feed could be read: {failed} (dead letters: {dead_letters})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    print(f"xscl poll: {failed} (dead letters: {dead_letters})", file=sys.stderr)
     return 0
 
 

@@ -2,7 +2,8 @@
 
 The input file's order is the arrival order. The result set is written
 atomically; malformed documents go to ``RESULTS.deadletter.jsonl``. Invalid
-queries or usage errors print every error, write nothing and exit 2.
+queries or usage errors print every error, write nothing and exit 2; an
+``--output`` that cannot be written is said in one line before the run (exit 1).
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xscl.cli.common import load_queries, parse_duration, print_errors
+from xscl.cli.common import (
+    load_queries,
+    os_error_reason,
+    parse_duration,
+    print_errors,
+    unwritable_file,
+)
+
+_OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
 
 #: Engine name -> module exposing ``run_batch(queries, input_path, output_path, *,
 #: allowed_lateness_micros)`` that returns a summary with ``results``,
@@ -78,11 +87,21 @@ def run(args: argparse.Namespace) -> int:
         print_errors(loaded.errors, source=args.queries)
         print(f"xscl run: {len(loaded.errors)} error(s); nothing was written", file=sys.stderr)
         return 2
+    problem = unwritable_file(args.output)
+    if problem is not None:
+        print(f"xscl run: cannot write --output {args.output}: {problem}; {_OUTPUT_ADVICE}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     engine: Any = importlib.import_module(ENGINES[args.engine])
     started = time.perf_counter()
-    summary = engine.run_batch(
-        list(loaded.queries), args.input, args.output, allowed_lateness_micros=lateness
-    )
+    try:
+        summary = engine.run_batch(
+            list(loaded.queries), args.input, args.output, allowed_lateness_micros=lateness
+        )
+    except OSError as exc:  # e.g. the disk filled up, or the folder changed meanwhile
+        print(f"xscl run: I/O error: {os_error_reason(exc)} (--input {args.input}, "
+              f"--output {args.output})", file=sys.stderr)  # fmt: skip
+        return 1
     elapsed = time.perf_counter() - started
     print(
         f"xscl run ({args.engine}): {summary.documents} documents, {summary.results} results, "

@@ -4,16 +4,26 @@ They edit (or list) the durable subscription log of the streaming job NAME under
 ``--home`` (``xscl.spark_plugin.subscriptions``). A running ``xscl serve`` picks a
 change up at its next micro-batch: no restart, no state lost. A query subscribed
 while the job runs matches documents that arrive after it takes effect.
+
+Exit codes: 0 done; 2 nothing done because of the input (an invalid query, an
+unknown or taken id, a PUBLISHed stream other queries still read, a missing or
+unreadable registry to list); 1 the registry under ``--home`` cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from xscl.cli.common import os_error_reason, unwritable_folder
+from xscl.lang.ast import Query
 from xscl.spark_plugin.job_args import DEFAULT_NAME
+
+_HOME_ADVICE = "pass a --home you can write to"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,8 +44,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     unsub = subparsers.add_parser(
         "unsubscribe",
         help="remove queries from a streaming job by id (takes effect next micro-batch)",
+        description=(
+            "Remove the queries ID... from the job's registry. Refused (exit 2, nothing "
+            "removed) when a query PUBLISHes a stream that another subscribed query, not "
+            "removed with it, reads: name the readers too, or pass --force."
+        ),
     )
     unsub.add_argument("ids", nargs="+", metavar="ID")
+    unsub.add_argument(
+        "--force",
+        action="store_true",
+        help="remove a publishing query even though other queries read its stream",
+    )
     _job_options(unsub)
     unsub.set_defaults(func=run_unsubscribe)
     listing = subparsers.add_parser(
@@ -67,6 +87,9 @@ def run_subscribe(args: argparse.Namespace) -> int:
         print(f"xscl subscribe: {exc}", file=sys.stderr)
         print_errors(exc.errors, source=args.file)
         return 2
+    except OSError as exc:
+        _cannot_write("subscribe", args.home, log.folder, exc)
+        return 1
     print(f"subscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
     return 0
 
@@ -76,18 +99,96 @@ def run_unsubscribe(args: argparse.Namespace) -> int:
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
+        if not args.force:
+            readers = publish_readers(log.current(), args.ids)
+            if readers:
+                print(f"xscl unsubscribe: refused: {readers}", file=sys.stderr)
+                return 2
         event = log.unsubscribe(args.ids)
     except SubscriptionError as exc:
         print(f"xscl unsubscribe: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        _cannot_write("unsubscribe", args.home, log.folder, exc)
+        return 1
     print(f"unsubscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
     return 0
+
+
+def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:
+    """Why removing ``ids`` would leave readers of their PUBLISHed streams; None if it won't.
+
+    A reader is a subscribed query, not among ``ids``, with a block on a stream
+    that one of ``ids`` PUBLISHes (other publishers of that stream notwithstanding:
+    the readers' input would change under them).
+    """
+    removing = set(ids)
+    problems: list[str] = []
+    readers_all: list[str] = []
+    for qid in dict.fromkeys(ids):
+        query = current.get(qid)
+        if query is None or query.publish is None:
+            continue
+        stream = query.publish
+        readers = sorted(
+            other
+            for other, q in current.items()
+            if other not in removing and any(b.stream == stream for b in q.blocks)
+        )
+        if readers:
+            problems.append(f"{qid} publishes stream {stream!r}, read by {', '.join(readers)}")
+            readers_all.extend(r for r in readers if r not in readers_all)
+    if not problems:
+        return None
+    together = " ".join([*dict.fromkeys(ids), *readers_all])
+    return (
+        f"{'; '.join(problems)}: unsubscribe the readers too "
+        f"('xscl unsubscribe {together}'), or pass --force to leave them without that input"
+    )
+
+
+def _cannot_write(command: str, home: str, folder: Path, exc: OSError) -> None:
+    reason = unwritable_folder(folder) or os_error_reason(exc)
+    print(
+        f"xscl {command}: cannot write the job's registry {folder} under --home {home}: "
+        f"{reason}; {_HOME_ADVICE}",
+        file=sys.stderr,
+    )
+
+
+def _registry_problem(home: Path, name: str, folder: Path) -> str | None:
+    """Why the registry of job ``name`` under ``home`` cannot be listed; None if it can."""
+    try:
+        if not home.is_dir():
+            what = "is not a directory" if home.exists() else "does not exist"
+            return (
+                f"--home {home} {what}: pass the --home the job was started with "
+                "('xscl serve --home HOME' or 'xscl subscribe FILE --home HOME')"
+            )
+        if not folder.is_dir():
+            registry = home / "registry"
+            jobs: list[str] = []
+            if registry.is_dir():
+                jobs = sorted(p.name for p in registry.iterdir() if p.is_dir())
+            if jobs:
+                there = f"jobs with a registry there: {', '.join(jobs)} (pass --name)"
+            else:
+                there = f"add queries with 'xscl subscribe FILE --home {home} --name {name}'"
+            return f"no registry of job {name!r} under --home {home} ({folder}); {there}"
+        os.listdir(folder)
+    except OSError as exc:
+        return f"cannot read the registry under --home {home}: {os_error_reason(exc)}"
+    return None
 
 
 def run_list(args: argparse.Namespace) -> int:
     from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog, describe
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
+    problem = _registry_problem(Path(args.home), args.name, log.folder)
+    if problem is not None:
+        print(f"xscl subscriptions: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.json:
             applied = log.applied()

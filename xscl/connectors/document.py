@@ -170,12 +170,27 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def json_problem(exc: ValueError) -> str:
+    """What ``json.loads`` found wrong in one JSONL line, placed by column.
+
+    ``str(exc)`` says ``line 1 column 5 (char 4)``: the line within the one-line
+    text, always 1, next to the file line the dead letter names.
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.lineno == 1:
+            return f"{exc.msg} at column {exc.colno}"
+        return f"{exc.msg} at character {exc.pos + 1}"
+    return str(exc)
+
+
 def parse_envelope(text: str, *, source: str | None = None, line: int | None = None) -> Document:
     """Parse one JSONL envelope line; raise a ``ConnectorError`` saying what is wrong."""
     try:
         obj = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
     except ValueError as exc:
-        raise EnvelopeSyntaxError(f"not valid JSON: {exc}", source=source, line=line) from exc
+        raise EnvelopeSyntaxError(
+            f"not valid JSON: {json_problem(exc)}", source=source, line=line
+        ) from exc
     if not isinstance(obj, dict):
         raise EnvelopeSyntaxError(
             f"expected a JSON object, got {type(obj).__name__}", source=source, line=line
@@ -221,19 +236,37 @@ def read_envelopes(
 
     Blank lines are skipped. Line numbers in dead letters are 1-based.
     """
+    for _, item in read_numbered_envelopes(lines, source=source):
+        yield item
+
+
+def read_numbered_envelopes(
+    lines: Iterable[str], *, source: str | None = None
+) -> Iterator[tuple[int, Document | DeadLetter]]:
+    """``read_envelopes`` with each item's 1-based line number (blank lines count).
+
+    A caller that dead-letters a document later (late, bad XML) names this line,
+    the one a dead letter of ``read_envelopes`` would name, not the item's index.
+    """
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         try:
-            yield parse_envelope(text, source=source, line=number)
+            yield number, parse_envelope(text, source=source, line=number)
         except ConnectorError as exc:
-            yield DeadLetter.from_error(exc, **_known_fields(text))
+            yield number, DeadLetter.from_error(exc, **_known_fields(text))
 
 
 def read_envelope_file(path: str | Path) -> Iterator[Document | DeadLetter]:
     """``read_envelopes`` over a UTF-8 file; undecodable bytes make that line a dead letter."""
+    for _, item in read_numbered_envelope_file(path):
+        yield item
+
+
+def read_numbered_envelope_file(path: str | Path) -> Iterator[tuple[int, Document | DeadLetter]]:
+    """``read_numbered_envelopes`` over a UTF-8 file (see ``read_envelope_file``)."""
     with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
-        yield from read_envelopes(_utf8_lines(handle), source=str(path))
+        yield from read_numbered_envelopes(_utf8_lines(handle), source=str(path))
 
 
 def _utf8_lines(handle: IO[str]) -> Iterator[str]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xscl.connectors.document import read_envelope_file
+from xscl.connectors.document import read_numbered_envelope_file
 from xscl.connectors.durable import write_lines_atomically
 from xscl.connectors.errors import DeadLetter
 from xscl.engine.local import LocalEngine
@@ -62,7 +62,7 @@ def run_batch(
     dead_path = deadletter_path_for(output)
     dead: list[str] = []
     results = []
-    for line, item in enumerate(read_envelope_file(Path(input_path)), start=1):
+    for line, item in read_numbered_envelope_file(Path(input_path)):  # file lines
         if isinstance(item, DeadLetter):
             dead.append(item.to_json())
             continue

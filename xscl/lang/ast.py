@@ -157,10 +157,16 @@ class Window:
 
 @dataclass(frozen=True)
 class Equality:
-    """``left = right`` between two variables (value join on string values)."""
+    """``left = right`` between two variables (value join on string values).
+
+    ``left_span`` / ``right_span``: where each variable is written (errors about
+    one variable point at it); not part of equality.
+    """
 
     left: str
     right: str
+    left_span: Span | None = field(default=None, compare=False, repr=False)
+    right_span: Span | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

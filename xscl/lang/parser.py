@@ -91,8 +91,9 @@ _NCNAME = re.compile(r"[^\W\d]" + _NAME_TAIL)
 _IDENT = re.compile(r"[A-Za-z_](?:[A-Za-z0-9_.]|-(?![->]))*")
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 _UNIT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SIGNED_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# numbers are ASCII digits (\d would take the digits of any script)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_SIGNED_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _SQ_STRING = re.compile(r"'(?:[^']|'')*'")
 _DQ_STRING = re.compile(r'"(?:[^"]|"")*"')
 _TEXT_TEST = re.compile(r"text\s*\(\s*\)")
@@ -451,9 +452,12 @@ class _Parser:
         equalities: list[Equality] = []
         if not self.accept_keyword("TRUE"):
             while True:
+                left_span = self.span(self.pos)
                 left = self.variable()
                 self.expect("=")
-                equalities.append(Equality(left, self.variable()))
+                right_span = self.span(self.pos)
+                right = self.variable()
+                equalities.append(Equality(left, right, left_span, right_span))
                 if not self.accept_keyword("AND"):
                     break
         self.expect(",")

@@ -4,7 +4,8 @@
 together (the PUBLISH graph needs them all). Each problem is an
 ``XsclValidationError`` with a stable code, the query id, the line and column
 of the offending construct (from the AST's ``Span``s: a join-variable problem
-points at its ``JoinOp``, a stream at its block, a binding at its step, SELECT
+points at the variable in the join predicate (at its ``JoinOp`` when the AST
+has no position for it), a stream at its block, a binding at its step, SELECT
 at the query) and what was expected:
 
 ========  ===========================================================
@@ -97,14 +98,16 @@ def structural_errors(
     for op_index, op in enumerate(query.ops):
         visible = {v for v, b in block_of.items() if b <= op_index + 1}
         for equality in op.equalities:
-            for name in (equality.left, equality.right):
+            sides = ((equality.left, equality.left_span), (equality.right, equality.right_span))
+            for name, name_span in sides:
+                where = name_span or op.span
                 if name not in block_of:
                     errors.append(
                         _error(
                             "XSCL-V001",
                             f"unbound variable {name!r} in the join predicate",
                             query,
-                            op.span,
+                            where,
                             _limited(visible),
                             text,
                         )
@@ -116,7 +119,7 @@ def structural_errors(
                             f"variable {name!r} of block {block_of[name] + 1} is used by the "
                             f"predicate between blocks {op_index + 1} and {op_index + 2}",
                             query,
-                            op.span,
+                            where,
                             _limited(visible),
                             text,
                         )

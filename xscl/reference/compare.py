@@ -4,11 +4,13 @@
 * String literal: the literal is NFC-normalised (not stripped); ``=``/``!=``
   compare exactly, ``<``/``<=``/``>``/``>=`` in Unicode code-point order.
 * Numeric literal: the value must be a number, else the comparison is false
-  (for ``!=`` too). Accepted number syntax (decision): an optional sign, digits
-  with an optional fraction or a leading-dot fraction, an optional exponent:
-  ``[+-]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?`` (ASCII digits only; no NaN,
-  INF, hex or thousands separators). Values and literal are compared exactly as
-  decimals (no binary floating point).
+  (for ``!=`` too). A number is the lexical space of ``xs:double`` minus ``NaN``:
+  ``[+-]?(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?|INF)`` over ASCII
+  digits only (so no ``NaN``, ``inf``/``Infinity``, hex, thousands separators,
+  ``1_000`` or digits of other scripts, all of which ``Decimal()`` and
+  ``float()`` would take). Finite values and the literal are compared exactly
+  as decimals (no binary floating point); ``INF``/``+INF`` is positive and
+  ``-INF`` negative infinity, beyond every finite value and equal to itself.
 """
 
 from __future__ import annotations
@@ -17,23 +19,48 @@ import operator
 import re
 import unicodedata
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any
 
 from xscl.lang.ast import CompareOp, LiteralValue, NumberLiteral, StringLiteral
 from xscl.reference.xmltree import normalize_value
 
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Exact arithmetic for ``scaleb``: precision as large as any mantissa, exponent
+#: range as wide as Decimal allows.
+_WIDE = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+_SIGN = r"(?P<sign>[+-]?)"
+_MANTISSA = r"(?P<mantissa>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_EXPONENT = r"(?:[eE](?P<exponent>[+-]?[0-9]+))?"
+_NUMBER = re.compile(f"{_SIGN}(?:{_MANTISSA}{_EXPONENT}|(?P<inf>INF))", re.ASCII)
+
+#: The largest exponent magnitude kept as written. ``Decimal()`` cannot hold an
+#: exponent much past 10**18; any exponent of magnitude >= 10**17 puts a nonzero
+#: value beyond every literal a query can spell, so the reference clamps there.
+_MAX_EXPONENT = 10**17
 
 
 def parse_number(value: str) -> Decimal | None:
     """The number a normalised value spells, or None when it is not a number."""
-    if not _NUMBER.fullmatch(value):
+    m = _NUMBER.fullmatch(value)
+    if m is None:
         return None
-    try:
-        return Decimal(value)
-    except InvalidOperation:  # pragma: no cover - the regex only admits valid decimals
-        return None
+    negative = m.group("sign") == "-"
+    if m.group("inf"):
+        return Decimal("-Infinity" if negative else "Infinity")
+    mantissa = Decimal(m.group("mantissa"))
+    if not mantissa:
+        return Decimal(0)
+    exponent_text = m.group("exponent") or "0"
+    digits = exponent_text.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(_MAX_EXPONENT)):
+        exponent = _MAX_EXPONENT
+    else:
+        exponent = min(int(digits or "0"), _MAX_EXPONENT)
+    if exponent_text.startswith("-"):
+        exponent = -exponent
+    number = mantissa.scaleb(exponent, _WIDE)
+    return number.copy_negate() if negative else number  # exact, unlike unary minus
 
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {

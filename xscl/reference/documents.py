@@ -169,6 +169,12 @@ def read_envelopes(
         stats.lines += 1
         try:
             envelope = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            # placed within the line: str(exc) says "line 1", next to the file's line number
+            where = f"column {exc.colno}" if exc.lineno == 1 else f"character {exc.pos + 1}"
+            reason = f"line is not valid JSON: {exc.msg} at {where}"
+            reject(number, None, None, reason, "XSCL-R001")
+            continue
         except ValueError as exc:
             reject(number, None, None, f"line is not valid JSON: {exc}", "XSCL-R001")
             continue

@@ -1,0 +1,315 @@
+"""CLI errors a user can act on: one line naming the path or the query, an exit code.
+
+Exit codes: 0 success, 1 I/O (a path cannot be written, no feed could be read),
+2 usage or invalid input.  Tests run as root, where ``chmod`` stops nothing, so
+an unwritable path is one *under a regular file* (``some_file/sub``): creating
+a directory there fails with ENOTDIR for any user.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xscl.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _blocked(tmp_path: Path) -> Path:
+    """A regular file: any path under it cannot be created (even by root)."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory\n")
+    return blocker
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- validation: the caret is under the unbound variable -------------------------------
+
+
+def test_check_points_the_caret_at_the_unbound_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text("Q1: S//a->x\n  FOLLOWED BY {x = y1, 1h}\n  T//b->y\n")
+    assert main(["check", str(queries)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("Q1:2:20: XSCL-V001 unbound variable 'y1' in the join predicate "
+                           "(expected: x, y)")
+    assert err[1:3] == ["    FOLLOWED BY {x = y1, 1h}", " " * 21 + "^"]
+
+
+# -- dead letters name one line number: the file's ------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_dead_letters_name_the_file_line_only(engine: str, tmp_path: Path) -> None:
+    good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = [
+        good[0],
+        "",  # blank lines are skipped but counted
+        "this is not json",  # line 3
+        '{"stream": "S", "docid": "x", "ts": 1, "xml": "<a>"}',  # line 4: bad XML
+        '{"stream": "S", "docid": "y", "ts": 1, "xml": "<a/>",}',  # line 5: trailing comma
+    ]
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(docs), "--output", str(out)])
+    assert code == 0
+    dead = [json.loads(line) for line in (tmp_path / "r.deadletter.jsonl").read_text().splitlines()]
+    assert [d["line"] for d in dead] == [3, 4, 5]
+    assert dead[0]["reason"].endswith("not valid JSON: Expecting value at column 1")
+    assert dead[2]["reason"].endswith(
+        "not valid JSON: Expecting property name enclosed in double quotes at column 54"
+    )
+    for letter in (dead[0], dead[2]):
+        assert "line 1" not in letter["reason"] and "char" not in letter["reason"]
+
+
+# -- run: an --output that cannot be written --------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_run_with_an_output_under_a_file_exits_1_in_one_line(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable --output: a path under a regular file (root cannot create it either)."""
+    out = _blocked(tmp_path) / "sub" / "results.jsonl"
+    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"), "--output", str(out)])
+    assert code == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"xscl run: cannot write --output {out}: {tmp_path / 'a_file'} is a file, not a "
+        "directory; give --output a file path in a directory you can write to"
+    )
+
+
+def test_run_with_a_read_only_output_folder_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder, simulated: ``os.access`` says no (root would pass a chmod)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == folder else real_access(p, mode)
+    )
+    code = main(["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--output", str(folder / "r.jsonl")])
+    assert code == 1
+    line = _one_line(capsys.readouterr().err)
+    assert f"cannot write --output {folder / 'r.jsonl'}: {folder} is not writable" in line
+    assert list(folder.iterdir()) == []
+
+
+# -- subscribe / unsubscribe: a --home that cannot be written --------------------------
+
+
+def _queries(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "q.xscl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_subscribe_with_a_home_under_a_file_exits_1_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable --home: a path under a regular file."""
+    home = _blocked(tmp_path) / "home"
+    queries = _queries(tmp_path, "Q1: S//a->x JOIN {x=y, 1h} S//b->y;\n")
+    assert main(["subscribe", str(queries), "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"xscl subscribe: cannot write the job's registry {home / 'registry' / 'xscl'} under "
+        f"--home {home}: {tmp_path / 'a_file'} is a file, not a directory; "
+        "pass a --home you can write to"
+    )
+
+
+def test_unsubscribe_that_cannot_write_the_registry_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registry that became read-only, simulated: writing the event file fails (EROFS)."""
+    import xscl.connectors.durable as durable
+
+    home = tmp_path / "home"
+    queries = _queries(tmp_path, "Q1: S//a->x JOIN {x=y, 1h} S//b->y;\n")
+    assert main(["subscribe", str(queries), "--home", str(home)]) == 0
+    capsys.readouterr()
+
+    def read_only(path: Path, data: bytes) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(durable, "write_synced", read_only)
+    assert main(["unsubscribe", "Q1", "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"xscl unsubscribe: cannot write the job's registry {home}")
+    assert line.endswith("Read-only file system; pass a --home you can write to")
+
+
+# -- subscriptions: a --home or registry that is not there -----------------------------
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_subscriptions_without_a_home_exits_2(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "nowhere" if kind == "missing" else _blocked(tmp_path)
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    what = "does not exist" if kind == "missing" else "is not a directory"
+    assert _one_line(captured.err) == (
+        f"xscl subscriptions: --home {home} {what}: pass the --home the job was started with "
+        "('xscl serve --home HOME' or 'xscl subscribe FILE --home HOME')"
+    )
+
+
+def test_subscriptions_of_an_unknown_job_name_the_jobs_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    assert "add queries with 'xscl subscribe FILE --home" in _one_line(capsys.readouterr().err)
+    queries = _queries(tmp_path, "Q1: S//a->x;\n")
+    assert main(["subscribe", str(queries), "--home", str(home), "--name", "news"]) == 0
+    capsys.readouterr()
+    assert main(["subscriptions", "--home", str(home), "--name", "news"]) == 0
+    assert capsys.readouterr().out == "Q1\n"
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"xscl subscriptions: no registry of job 'xscl' under --home {home}")
+    assert line.endswith("jobs with a registry there: news (pass --name)")
+
+
+def test_subscriptions_of_an_unreadable_registry_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unreadable, simulated: listing the registry folder fails with EACCES (root reads all)."""
+    home = tmp_path / "home"
+    assert main(["subscribe", str(_queries(tmp_path, "Q1: S//a->x;\n")), "--home", str(home)]) == 0
+    capsys.readouterr()
+    folder = home / "registry" / "xscl"
+    real_listdir = os.listdir
+
+    def denied(path: Any = ".") -> list[str]:
+        if Path(path) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", denied)
+    assert main(["subscriptions", "--home", str(home)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert _one_line(captured.err) == (
+        f"xscl subscriptions: cannot read the registry under --home {home}: "
+        f"{folder}: Permission denied"
+    )
+
+
+# -- unsubscribe: a PUBLISHed stream that others read ----------------------------------
+
+PUBLISHING = """
+P: S//a->x JOIN {x=y, 1h} T//b->y PUBLISH pairs;
+R: pairs/result->r[./a->u] JOIN {u=v, 1h} S//c->v;
+R2: pairs//a->w;
+Other: S//d->z;
+"""
+
+
+def test_unsubscribe_of_a_publisher_with_readers_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    assert main(["subscribe", str(_queries(tmp_path, PUBLISHING)), "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["unsubscribe", "P", "--home", str(home)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "xscl unsubscribe: refused: P publishes stream 'pairs', read by R, R2: unsubscribe the "
+        "readers too ('xscl unsubscribe P R R2'), or pass --force to leave them without that "
+        "input"
+    )
+    assert main(["unsubscribe", "P", "R", "--home", str(home)]) == 2  # R2 still reads
+    assert "read by R2:" in capsys.readouterr().err
+    assert main(["unsubscribe", "Other", "R", "--home", str(home)]) == 0  # readers may go
+    assert main(["unsubscribe", "P", "--force", "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["subscriptions", "--home", str(home)]) == 0
+    assert capsys.readouterr().out == "R2\n"
+
+
+# -- poll: unwritable paths, and passes in which feeds failed --------------------------
+
+FEEDS = EXAMPLES / "rss" / "feeds"
+
+
+@pytest.mark.parametrize("option", ["--spool", "--state", "--dead-letter"])
+def test_poll_with_a_path_under_a_file_exits_1_in_one_line(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unwritable spool, state or dead-letter path: under a regular file."""
+    bad = _blocked(tmp_path) / "x"
+    args = ["poll", "--quiet", "--spool", str(tmp_path / "spool"), str(FEEDS)]
+    if option == "--spool":
+        args[3] = str(bad)
+    else:
+        args[1:1] = [option, str(bad)]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert _one_line(captured.err) == (
+        f"xscl poll: cannot write {option} {bad}: {tmp_path / 'a_file'} is a file, not a "
+        f"directory; pass a {option} path you can write to"
+    )
+    assert captured.out == ""
+
+
+def test_poll_exits_1_when_no_feed_could_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    missing = [str(tmp_path / "gone.xml"), str(tmp_path / "gone.atom")]
+    assert main(["poll", "--quiet", "--spool", str(spool), *missing]) == 1
+    err = capsys.readouterr().err
+    assert _one_line(err) == (
+        "xscl poll: no feed could be read: 2 of 2 feeds failed "
+        f"(dead letters: {spool / 'deadletter.jsonl'})"
+    )
+
+
+def test_poll_exits_0_when_some_feeds_were_read_and_says_how_many_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    args = ["poll", "--quiet", "--json", "--spool", str(spool), str(tmp_path / "gone.xml")]
+    assert main([*args, str(FEEDS)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["feeds_ok"] == 2
+    assert _one_line(captured.err) == (
+        f"xscl poll: 1 of 3 feeds failed (dead letters: {spool / 'deadletter.jsonl'})"
+    )
+
+
+def test_poll_exits_1_when_no_feed_is_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["poll", "--quiet", "--spool", str(tmp_path / "spool"), str(empty)]) == 1
+    assert _one_line(capsys.readouterr().err).startswith(f"xscl poll: no feed found in {empty}")
