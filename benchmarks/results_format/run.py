@@ -9,7 +9,7 @@ joins: the items and subscriptions of ``benchmarks/spark_rss --quick`` (the
 small-web and youthopp feeds, generated subscriptions of thesis 6.6.1, windows
 INF) go once through ``LocalEngine``, whose result records are kept; then each
 format writes them in micro-batches of ``--batch`` items' results, exactly as
-the job's driver does (``pipeline._StagedResults`` / ``StagedParquet``, each
+a writer task does (JSON lines joined into one file, or ``StagedParquet``, each
 file ``fsync``-ed), into a fresh folder, in alternating order for ``--repeat``
 rounds. The table shows the median write time, the bytes written, and the time
 to read the records back as spec section 4 dicts (``read_results``).
@@ -23,11 +23,13 @@ task), timed the same way.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,8 +42,7 @@ from xscl.cli.common import load_queries
 from xscl.engine import LocalEngine, ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.spark_plugin import results_parquet
-from xscl.spark_plugin.pipeline import _StagedResults
-from xscl.spark_plugin.results_sink import STAGING, commit_batch, read_results
+from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch, read_results
 
 QUICK_FOLDERS = ("feeds-kagi-smallweb", "feeds-stream-youthopp")
 #: leaves the subscriptions use, as ``spark_rss`` picks them
@@ -76,8 +77,37 @@ def _xml_chars(record: ResultRecord) -> int:
     return len(record.xml)
 
 
+class _StagedLines:
+    """A batch's records as one staged JSON Lines file, as the job's writer tasks stage them
+    (``job.sink``: the lines encoded by ``JsonLineEncoder``, joined, written, fsync-ed)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.lines: list[bytes] = []
+        self.encoder = JsonLineEncoder()
+        self.path: Path | None = None
+
+    def __enter__(self) -> _StagedLines:
+        return self
+
+    def write(self, record: ResultRecord) -> None:
+        self.lines.append(self.encoder.encode(record))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.lines:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path = self.folder / f"{uuid.uuid4().hex}.jsonl"
+            with open(self.path, "wb") as handle:
+                handle.write(b"".join(self.lines))
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def part(self) -> StagedPart | None:
+        return None if self.path is None else StagedPart(0, str(self.path), len(self.lines))
+
+
 def jsonl_sink(folder: Path) -> Any:
-    return _StagedResults(folder, JsonLineEncoder())
+    return _StagedLines(folder)
 
 
 def parquet_sink(level: int) -> Callable[[Path], Any]:

@@ -1,32 +1,31 @@
-"""Spark RSS benchmark: thesis section 6.6.3 on the streaming job, ``local[2]``.
+"""Spark RSS benchmark: thesis section 6.6.3 on the streaming job, side by side.
 
     python benchmarks/spark_rss/run.py            # 1k / 10k / 100k subscriptions
     python benchmarks/spark_rss/run.py --quick    # 1k / 10k, fewer items
+    python benchmarks/spark_rss/run.py --quick --master 'local[2]' --workloads selective
 
 1. Items: every feed of ``shared/data/feeds-*`` polled (``raw`` form, one stream)
    into a fresh spool, replayed in event-time order (``workload.spool_feed_items``).
-2. Subscriptions: generated as in thesis 6.6.1 over the items' leaf names, windows
-   INF, JOIN / FOLLOWED BY, 1-3 value joins (``workload.subscriptions``).
-3. Per subscription count, each engine in its own fresh Python process (so memory
-   figures are its own and every Spark run gets a fresh session and ``--home``):
-   * ``spark``: ``xscl.spark_plugin.submit.run_job`` with ``--master local[2] --once
-     --quiet --max-records-per-batch B``; ``job items/s`` = documents / the job's own
-     seconds (query start until it stops: includes the engine's registration of the
-     subscriptions in the first batch, excludes session start, parsing the queries
-     and counting the results afterwards); ``e2e items/s`` = documents / the whole
-     ``run_job`` call; p50/p95 of the micro-batches'
-     ``triggerExecution`` (batches with documents); state = the stateful operators'
-     rows/bytes of the last batch (Spark progress), the checkpoint folder's bytes and
-     the join state's (``HOME/state``: the SQLite file with ``--join-state disk``, the
-     engine snapshots with ``memory``); each ``--join-state`` given is run in turn,
-     each with every ``--results-format`` given (``results``: the result files' bytes);
-     driver memory = growth of the driver process's peak RSS during ``run_job`` / subs
-     (it includes the engine's stored items);
-   * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order;
-     memory = RSS growth of constructing the engine (registration only) / subs;
-   * ``sequential`` (at the smallest count): ``xscl.reference.evaluate_query`` query
-     by query on a random sample, extrapolated linearly (marked ``~``), after one
-     unmeasured warm-up query (in a probe the first call took 26 s, the next ~2 s).
+2. Subscriptions: generated as in thesis 6.6.1 over the items' leaf names, JOIN /
+   FOLLOWED BY, 1-3 value joins (``workload.subscriptions``), in two workloads:
+   *selective* (windows of ``SELECTIVE_WINDOW``: at most about one result per item up
+   to 10k subscriptions, measured 0.07 at 1k and 0.55 at 10k on the quick items) and
+   *heavy* (windows INF: 2.5 results per item at 1k, 18 at 10k, ~180 at 100k).
+3. Per workload and subscription count, each run in its own fresh Python process:
+   * ``spark`` on every ``--master`` (default ``local[2]``, ``local-cluster[1,1,2048]``
+     and ``local-cluster[2,1,2048]``): ``xscl.spark_plugin.submit.run_job`` with
+     ``--once --quiet --max-records-per-batch B``. ``job it/s`` = documents / the job's
+     own seconds (query start until it stops); ``results/s`` likewise; p50/p95 of the
+     micro-batches' ``triggerExecution``; ``drv py CPU`` = the CPU seconds of the
+     driver's Python process over those of every process of the job (driver, its JVM,
+     executors, Python workers; ``/proc`` at the end of the run); ``task max/mean`` =
+     the slowest join task over the mean task of the stateful stage (from the batch
+     markers, ``job.groups`` times itself), median and worst over the batches;
+     ``state`` = Spark's state bytes at the last batch;
+   * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order
+     (``local/spark`` = its speed over the job's);
+   * ``sequential`` (at the smallest count, first workload): the reference evaluator
+     query by query on a random sample, extrapolated linearly (marked ``~``).
 4. The Spark and local result counts must be equal (checked, printed).
 
 A Spark measurement whose process tree passes ``MEMORY_LIMIT`` of RSS is ended by
@@ -62,6 +61,8 @@ from rss_memory import PeakRss, current_rss  # benchmarks/rss_memory.py
 
 LEAVES = 8
 BATCH_RECORDS = 2000
+#: the *selective* workload's window (the *heavy* one's is INF)
+SELECTIVE_WINDOW = "1h"
 #: per engine run, seconds; a run that takes longer is reported as a timeout
 RUN_TIMEOUT = 1500
 #: a Spark measurement whose process tree (driver, JVM, workers) passes this RSS is ended
@@ -175,19 +176,34 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
     }
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid``'s descendants, with their reaped children (``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for child in descendants(pid):
+        try:
+            fields = (Path("/proc") / str(child) / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
+
+
 def measure_spark(
-    queries: Path, spool: Path, home: Path, batch: int, join_state: str, results_format: str
+    queries: Path, spool: Path, home: Path, batch: int, master: str, results_format: str
 ) -> dict[str, Any]:
-    """The streaming job in this process: ``run_job`` with ``--once`` on ``local[2]``."""
+    """The streaming job in this process: ``run_job`` with ``--once`` on ``master``."""
+    from xscl.spark_plugin.progress import CommittedResults
     from xscl.spark_plugin.submit import build_parser, run_job
 
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),
-        "--master", "local[2]", "--once", "--quiet", "--max-records-per-batch", str(batch),
-        "--join-state", join_state, "--results-format", results_format,
+        "--master", master, "--once", "--quiet", "--max-records-per-batch", str(batch),
+        "--results-format", results_format,
     ]  # fmt: skip
     before = current_rss()
     start = time.perf_counter()
+    own_before = sum(os.times()[:2])
     with PeakRss() as rss:
         guard = MemoryGuard(
             MEMORY_LIMIT,
@@ -203,13 +219,20 @@ def measure_spark(
         )
         guard.start()
         report = run_job(build_parser().parse_args(argv))
+        own = sum(os.times()[:2]) - own_before
+        others = tree_cpu_seconds(os.getpid())  # the JVM(s) and Python workers, still alive
     wall = time.perf_counter() - start
     durations = [b.duration_ms for b in report.batches if b.documents > 0]
     last = report.batches[-1] if report.batches else None
+    markers = CommittedResults(home / "results" / "xscl")
+    skew = [
+        t[0] / t[1]
+        for b in report.batches
+        if b.documents > 0 and (t := markers.tasks(b.batch_id)) is not None and t[1] > 0
+    ]
     checkpoints = home / "checkpoints"
-    stats = report.engine_stats
     return {
-        "join_state": join_state,
+        "master": master,
         "results_format": results_format,
         "exit_code": report.exit_code,
         "documents": report.documents,
@@ -221,15 +244,16 @@ def measure_spark(
         "p95_ms": percentile(durations, 0.95) if durations else None,
         "state_rows": last.state_rows if last else 0,
         "state_bytes": last.state_bytes if last else 0,
+        "task_skew_p50": statistics.median(skew) if skew else None,
+        "task_skew_max": max(skew) if skew else None,
+        "driver_cpu_s": own,
+        "tree_cpu_s": own + others,
         "checkpoint_bytes": folder_bytes(checkpoints) if checkpoints.is_dir() else 0,
-        "snapshot_bytes": folder_bytes(home / "state") if (home / "state").is_dir() else 0,
         "results_bytes": _results_bytes(home / "results"),
         "feeds_bytes": folder_bytes(home / "results" / "xscl" / "feeds")
         if (home / "results" / "xscl" / "feeds").is_dir()
         else 0,
         "driver_rss_growth": rss.peak - before,
-        "engine_documents": stats.documents if stats else None,
-        "engine_results": stats.results if stats else None,
     }
 
 
@@ -279,9 +303,8 @@ def worker(args: argparse.Namespace) -> int:
         out = measure_local(queries, spool)
     elif args.measure == "spark":
         out = measure_spark(
-            queries, spool, Path(args.home), args.batch, args.join_state[0],
-            args.results_format[0],
-        )  # fmt: skip
+            queries, spool, Path(args.home), args.batch, args.master[0], args.results_format[0]
+        )
     else:
         out = measure_sequential(queries, spool, args.sample, args.seed)
     out["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -320,36 +343,39 @@ def mib(value: float) -> str:
 
 def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
     head = (
-        f"{'subs':>7} | {'templ':>5} | {'spark job it/s':>14} | {'spark e2e it/s':>14} | "
-        f"{'p50 batch':>9} | {'p95 batch':>9} | {'join state':>10} | {'results':>18} | "
-        f"{'ckpt/state':>17} | "
-        f"{'drv B/sub':>9} | {'local it/s':>10} | {'local B/sub':>11} | {'seq it/s':>9} | "
+        f"{'workload':>9} | {'subs':>7} | {'master':>23} | {'job it/s':>8} | {'results/s':>9} | "
+        f"{'p50 batch':>9} | {'p95 batch':>9} | {'drv py CPU':>10} | {'task max/mean':>13} | "
+        f"{'state':>10} | {'local it/s':>10} | {'local/spark':>11} | {'seq it/s':>9} | "
         f"{'results spark/local':>19}"
     )
     print(head)
     print("-" * len(head))
     for row in rows:
         n, spark, local, seq = row["n"], row["spark"], row["local"], row.get("seq")
+        master = spark.get("master", row.get("master", "?"))
         if "error" in spark:
-            s_job = s_e2e = p50 = p95 = state = out = ckpt = drv = "ERR"
-            s_results = "ERR"
+            s_job = rps = p50 = p95 = cpu = skew = state = ratio = s_results = "ERR"
         else:
             s_job = fmt_rate(spark["documents"], spark["seconds"])
-            s_e2e = fmt_rate(spark["documents"], spark["wall"])
+            rps = fmt_rate(spark["results"], spark["seconds"])
             p50 = f"{spark['p50_ms'] / 1000:.2f} s" if spark["p50_ms"] is not None else "-"
             p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
-            state = spark.get("join_state", "memory")
-            out = f"{spark.get('results_format', 'jsonl')} {mib(spark['results_bytes'])}"
-            ckpt = f"{mib(spark['checkpoint_bytes'])}/{mib(spark.get('snapshot_bytes', 0))}"
-            drv = f"{spark['driver_rss_growth'] / n:,.0f}"
+            share = spark["driver_cpu_s"] / spark["tree_cpu_s"] if spark["tree_cpu_s"] else 0
+            cpu = f"{100 * share:.0f}%"
+            skew = "-" if spark["task_skew_p50"] is None else (
+                f"{spark['task_skew_p50']:.2f}/{spark['task_skew_max']:.2f}"
+            )
+            state = mib(spark["state_bytes"])
             s_results = str(spark["results"])
+            ratio = "-"
+            if "error" not in local and spark["seconds"]:
+                local_rate = local["items"] / local["seconds"]
+                ratio = f"{local_rate / (spark['documents'] / spark['seconds']):.2f}x"
         if "error" in local:
-            l_rate = l_mem = l_results = templ = "ERR"
+            l_rate = l_results = "ERR"
         else:
             l_rate = fmt_rate(local["items"], local["seconds"])
-            l_mem = f"{local['register_bytes'] / n:,.0f}"
             l_results = str(local["results"])
-            templ = str(local["templates"])
         if seq is None:
             seq_rate = "-"
         elif "error" in seq:
@@ -357,14 +383,17 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
         else:
             seq_rate = fmt_rate(seq["items"], seq["seconds"], "~" if seq["extrapolated"] else "")
         print(
-            f"{n:>7,} | {templ:>5} | {s_job:>14} | {s_e2e:>14} | {p50:>9} | {p95:>9} | "
-            f"{state:>10} | {out:>18} | {ckpt:>17} | {drv:>9} | {l_rate:>10} | {l_mem:>11} | "
+            f"{row['workload']:>9} | {n:>7,} | {master:>23} | {s_job:>8} | {rps:>9} | {p50:>9} | "
+            f"{p95:>9} | {cpu:>10} | {skew:>13} | {state:>10} | {l_rate:>10} | {ratio:>11} | "
             f"{seq_rate:>9} | {s_results + '/' + l_results:>19}"
         )
     print(
         f"\nitems = {items} (one stream), --max-records-per-batch {batch}, "
         f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
-        f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} CPUs"
+        f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} CPUs. drv py CPU = the driver's Python "
+        "process / every process of the job; task max/mean = the slowest join task over "
+        "the mean, median and worst over the batches; local/spark = how many times faster "
+        "the in-process engine is"
     )
 
 
@@ -403,33 +432,42 @@ def bench(args: argparse.Namespace) -> int:
         + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in left_out)
     )
     rows: list[dict[str, Any]] = []
-    for n in counts:
-        queries = work / f"subs-{n}.xscl"
-        workload.write_queries(queries, workload.subscriptions(n, [x.name for x in leaves], seed=n))
-        common = ["--queries", str(queries), "--spool", str(spool)]
-        local = run_worker(["--measure", "local", *common], work / f"local-{n}.log")
-        print(f"  {n}: local {json.dumps(local)}", flush=True)
-        seq = None
-        if n == counts[0]:
-            seq = run_worker(
-                ["--measure", "sequential", *common, "--sample", str(args.sample)],
-                work / f"sequential-{n}.log",
-            )
-            print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
-        for mode, fmt in [(m, f) for m in args.join_state for f in args.results_format]:
-            home = work / f"home-{n}-{mode}-{fmt}"
-            shutil.rmtree(home, ignore_errors=True)
-            spark = run_worker(
-                ["--measure", "spark", *common, "--home", str(home), "--batch", str(args.batch),
-                 "--join-state", mode, "--results-format", fmt],
-                work / f"spark-{n}-{mode}-{fmt}.log",
-            )
-            print(f"  {n}: spark ({mode}, {fmt}) {json.dumps(spark)}", flush=True)
-            shutil.rmtree(home, ignore_errors=True)  # at 100k subscriptions: ~20 GB of JSONL
-            row: dict[str, Any] = {"n": n, "local": local, "spark": spark}
-            if seq is not None:
-                row["seq"] = seq
-            rows.append(row)
+    names = [x.name for x in leaves]
+    for kind in args.workloads:
+        for n in counts:
+            queries = work / f"subs-{kind}-{n}.xscl"
+            window = "INF" if kind == "heavy" else SELECTIVE_WINDOW
+            workload.write_queries(queries, workload.subscriptions(n, names, seed=n, window=window))
+            common = ["--queries", str(queries), "--spool", str(spool)]
+            local = run_worker(["--measure", "local", *common], work / f"local-{kind}-{n}.log")
+            print(f"  {kind} {n}: local {json.dumps(local)}", flush=True)
+            seq = None
+            if n == counts[0] and kind == args.workloads[0]:
+                seq = run_worker(
+                    ["--measure", "sequential", *common, "--sample", str(args.sample)],
+                    work / f"sequential-{n}.log",
+                )
+                print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
+            for master in args.master:
+                for fmt in args.results_format:
+                    plain = master.replace("[", "_").replace("]", "").replace(",", "_")
+                    tag = f"{kind}-{n}-{plain}"
+                    home = work / f"home-{tag}-{fmt}"
+                    shutil.rmtree(home, ignore_errors=True)
+                    spark = run_worker(
+                        ["--measure", "spark", *common, "--home", str(home),
+                         "--batch", str(args.batch), "--master", master,
+                         "--results-format", fmt],
+                        work / f"spark-{tag}-{fmt}.log",
+                    )  # fmt: skip
+                    print(f"  {kind} {n}: spark ({master}, {fmt}) {json.dumps(spark)}", flush=True)
+                    shutil.rmtree(home, ignore_errors=True)
+                    row: dict[str, Any] = {
+                        "n": n, "workload": kind, "master": master, "local": local, "spark": spark
+                    }  # fmt: skip
+                    if seq is not None:
+                        row["seq"] = seq
+                    rows.append(row)
     print()
     print_table(rows, items, args.batch)
     failures = 0
@@ -461,18 +499,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=BATCH_RECORDS, help="max records per batch")
     parser.add_argument("--sample", type=int, default=5, help="Sequential: queries measured")
     parser.add_argument(
-        "--join-state",
+        "--master",
         nargs="+",
-        choices=("disk", "memory"),
-        default=["disk", "memory"],
-        help="the streaming job's join state(s) to measure, side by side (default: both)",
+        default=["local[2]", "local-cluster[1,1,2048]", "local-cluster[2,1,2048]"],
+        help="Spark masters to run the job on, side by side (default: local[2], one and "
+        "two executors of one core)",
+    )
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        choices=("selective", "heavy"),
+        default=["selective", "heavy"],
+        help="selective: windows of " + SELECTIVE_WINDOW + " (few results per item); heavy: "
+        "windows INF (results grow with the subscriptions) (default: both)",
     )
     parser.add_argument(
         "--results-format",
         nargs="+",
         choices=("jsonl", "parquet"),
         default=["jsonl"],
-        help="the streaming job's result file format(s), each with every join state "
+        help="the streaming job's result file format(s), each with every master "
         "(default: jsonl)",
     )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir, removed)")

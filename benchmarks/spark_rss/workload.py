@@ -121,12 +121,24 @@ def zipf_k(rng: random.Random, top: int, s: float) -> int:
     return rng.choices(range(1, top + 1), weights)[0]
 
 
-def subscriptions(count: int, leaves: Sequence[str], seed: int, zipf: float = 0.8) -> list[str]:
-    """``count`` XSCL query definitions (``fN: ...``), generated as in thesis 6.6.1."""
+def subscriptions(
+    count: int,
+    leaves: Sequence[str],
+    seed: int,
+    zipf: float = 0.8,
+    min_joins: int = 1,
+    window: str = "INF",
+) -> list[str]:
+    """``count`` XSCL query definitions (``fN: ...``), generated as in thesis 6.6.1.
+
+    ``min_joins`` > 1 draws k from ``min_joins..3`` only; ``window`` replaces INF (the
+    benchmark's *selective* workload uses a short one: few pairs of items qualify).
+    """
     rng = random.Random(seed)
     out = []
+    top = min(MAX_JOINS, len(leaves))
     for number in range(count):
-        k = zipf_k(rng, min(MAX_JOINS, len(leaves)), zipf)
+        k = min_joins - 1 + zipf_k(rng, top - min_joins + 1, zipf)
         sides = []
         for prefix in "ab":
             chosen = rng.sample(list(leaves), k)
@@ -134,7 +146,7 @@ def subscriptions(count: int, leaves: Sequence[str], seed: int, zipf: float = 0.
             sides.append(f"{STREAM}/*{preds}")
         op = rng.choice(("JOIN", "FOLLOWED BY"))
         eqs = " AND ".join(f"a{i + 1} = b{i + 1}" for i in range(k))
-        out.append(f"f{number}: {sides[0]} {op} {{{eqs}, INF}} {sides[1]};")
+        out.append(f"f{number}: {sides[0]} {op} {{{eqs}, {window}}} {sides[1]};")
     return out
 
 

@@ -54,17 +54,15 @@ def test_cli_spark_engine_gives_the_expected_results(
     assert _records(tmp_path / "results.deadletter.jsonl") == []
 
 
-@pytest.mark.parametrize("join_state", ["disk", "memory"])
 def test_generated_workload_over_several_micro_batches_equals_reference(
-    spark: Any, tmp_path: Path, join_state: str
+    spark: Any, tmp_path: Path
 ) -> None:
     text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
     source = _envelopes(tmp_path / "docs.jsonl", docs)
     expected = tmp_path / "reference.jsonl"
     reference = reference_run_batch(text, source, expected)
     summary = run_batch(
-        load_queries(text), source, tmp_path / "spark.jsonl", max_records_per_batch=5,
-        join_state=join_state,
+        load_queries(text), source, tmp_path / "spark.jsonl", max_records_per_batch=5
     )
     assert reference.results > 0
     assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(_records(expected))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from xscl.spark_plugin.progress import (
-    JobFigures,
+    CommittedResults,
     ProgressPrinter,
     batch_progress,
     observe_results,
@@ -80,19 +80,22 @@ def test_listener_reports_each_micro_batch(spark: Any, tmp_path: Path, spool_kit
     assert all(line.startswith("[progress_test] batch ") for line in lines)
 
 
-def test_a_foreach_batch_job_fills_in_results_watermark_and_state() -> None:
+def test_results_come_from_the_committed_marker(tmp_path: Path) -> None:
     class _Event:
         class progress:  # shaped like Spark's event
-            json = '{"name": "serve", "batchId": 2, "numInputRows": 5, "stateOperators": []}'
+            json = (
+                '{"name": "serve", "batchId": 2, "numInputRows": 5, "sink": {"numOutputRows": 9},'
+                ' "stateOperators": [{"numRowsTotal": 42, "memoryUsedBytes": 8192}]}'
+            )
 
+    commits = tmp_path / "_commits"
+    commits.mkdir()
+    (commits / f"{2:020d}.json").write_text('{"batch": "2", "parts": [], "rows": 3}')
     lines: list[str] = []
-    printer = ProgressPrinter(
-        lines.append,
-        results={2: 3},
-        job={2: JobFigures("2026-11-05T18:00:00Z", 42, 8192)},
-    )
+    printer = ProgressPrinter(lines.append, results=CommittedResults(tmp_path))
     printer.onQueryProgress(_Event())
     assert lines == [
         "[serve] batch 2: 5 docs, 3 results, 0.0 docs/s, 0 ms, "
-        "watermark 2026-11-05T18:00:00Z, lag -, state 42 rows / 8192 bytes"
+        "watermark -, lag -, state 42 rows / 8192 bytes"
     ]
+    assert CommittedResults(tmp_path).get(3) is None  # not committed (yet)

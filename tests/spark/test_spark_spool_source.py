@@ -54,7 +54,8 @@ def test_batch_backfill_reads_a_range(spark: Any, tmp_path: Path, spool_kit: Any
         .load()
     )
     assert df.schema.simpleString() == (
-        "struct<offset:bigint,stream:string,docid:string,ts:timestamp,xml:string>"
+        "struct<offset:bigint,stream:string,docid:string,ts:timestamp,xml:string,"
+        "newest_before:bigint,version:int>"
     )
     assert df.rdd.getNumPartitions() == 4
     rows = sorted(df.collect(), key=lambda r: r.offset)

@@ -22,9 +22,7 @@ from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
-from xscl.spark_plugin.engine_snapshot import SnapshotStore
-from xscl.spark_plugin.join_state import JoinStateStore
-from xscl.spark_plugin.pipeline import EnginePipeline
+from xscl.spark_plugin.job.plan import JobPlan, start_job
 from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import (
     DUPLICATE_ID,
@@ -155,9 +153,8 @@ def _results(output: Path) -> dict[str, set[str]]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("join_state", ["disk", "memory"])
 def test_subscribe_and_unsubscribe_while_the_query_runs(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], join_state: str
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = ["--home", str(tmp_path / "home"), "--name", "job"]
     registry = tmp_path / "home" / "registry" / "job"
@@ -168,31 +165,18 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
     later.write_text(FOLLOW, encoding="utf-8")
     assert main(["subscribe", str(first), *home]) == 0
     rounds = [_docs(0, 6), _docs(6, 6), _docs(12, 6)]
-
-    def start(pipeline: EnginePipeline) -> Any:
-        return (
-            spark.readStream.format("xscl-spool")
-            .option("path", str(spool_path))
-            .load()
-            .writeStream.foreachBatch(pipeline)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(processingTime="200 milliseconds")
-            .start()
-        )
-
+    plan = JobPlan(
+        spool=str(spool_path),
+        registry=str(registry),
+        output=str(output),
+        checkpoint=str(tmp_path / "checkpoint"),
+        name=f"subscriptions_{tmp_path.name}",
+        trigger_seconds=0.2,
+        state_partitions=2,
+        buckets=16,
+    )
     spool = Spool(spool_path, sync=False)
-    snapshots = SnapshotStore(tmp_path / "state", keep=50)
-
-    def pipeline_of(snapshot: SnapshotStore | None) -> EnginePipeline:
-        if join_state == "disk":  # nothing to snapshot: the stored documents are on disk
-            store = JoinStateStore(tmp_path / "state" / "join.sqlite")
-            return EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
-                                  join_state=store)
-        return EnginePipeline((), spool_path, output, subscriptions=SubscriptionLog(registry),
-                              snapshots=snapshot, snapshot_seconds=0)
-
-    pipeline = pipeline_of(snapshots)
-    query = start(pipeline)
+    query = start_job(spark, plan)
     try:
         spool.append(rounds[0])
         query.processAllAvailable()
@@ -216,56 +200,22 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
     assert all(expected.values()), "every query has results to compare"
     assert _expected(text, all_docs, "follow") > expected["follow"], "the cut-off matters"
     assert _results(output) == expected
-    assert pipeline.applied_version == 3
-
-    if join_state == "memory":
-        assert snapshots.offsets()[-1] == 18
-    else:
-        assert pipeline.join_state is not None and pipeline.join_state.documents == 18
-        pipeline.join_state.close()
-    # Restart from the checkpoint, twice: from the spool (each event applied at its
-    # recorded offset), then from the snapshot taken after the last commit.
-    all_docs = [d for r in rounds for d in r]
-    for restart, (extra, snapshot) in enumerate(((_docs(18, 6), None), (_docs(24, 6), snapshots))):
+    assert SubscriptionLog(registry).applied() == {1: 0, 2: 6, 3: 12}
+    # Restart from the checkpoint twice: the state comes back from Spark's state store,
+    # each event is applied at its recorded offset, nothing is replayed on the driver.
+    for restart in range(2):
+        extra = _docs(18 + 6 * restart, 6)
         rounds.append(extra)
         spool.append(extra)
-        restarted = pipeline_of(snapshot)
-        query = start(restarted)
+        query = start_job(spark, plan)
         try:
             query.processAllAvailable()
             assert query.id == running_id  # the same streaming query, resumed
         finally:
             query.stop()
         assert query.exception() is None
-        if join_state == "disk":
-            assert (restarted.restored_from, restarted.warmed_up) == (None, 0)
-            assert restarted.join_state is not None
-            restarted.join_state.close()
-        elif snapshot is None:
-            assert (restarted.restored_from, restarted.warmed_up) == (None, 18)
-        else:
-            assert (restarted.restored_from, restarted.warmed_up) == (18, 6), restart
         all_docs = [d for r in rounds for d in r]
         expected["by_author"] = _expected(text, all_docs, "by_author")
         expected["follow"] = _expected(text, [d for r in rounds[1:] for d in r], "follow")
         assert _results(output) == expected, f"restart {restart}"
     spool.close()
-
-
-def test_snapshot_store_picks_the_newest_usable_one_at_or_below(tmp_path: Path) -> None:
-    store = SnapshotStore(tmp_path / "state", keep=3)
-    for offset in (10, 20, 30, 40):
-        store.save(offset, {"offset": offset})
-    assert store.offsets() == [20, 30, 40]  # the oldest pruned
-    assert store.latest(35) == (30, {"offset": 30})
-    assert store.latest(40) == (40, {"offset": 40})
-    assert store.latest(19) is None
-    (tmp_path / "state" / f"snap-{30:020d}.pkl").write_bytes(b"torn")
-    assert store.latest(35) == (20, {"offset": 20})  # unreadable: fall back, replay more
-
-
-def test_serve_needs_queries_or_a_registry(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["serve", "--home", str(tmp_path / "home"), "--once"]) == 2
-    assert "no queries: give --queries FILE or 'xscl subscribe FILE" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,9 +113,6 @@ class LocalEngine:
         self._docs_infos: dict[tuple[DocState, ...], DocsInfo] = {}
         self.stats = EngineStats()
         self.max_ts: int | None = None
-        #: called with each new document before it is matched (a caller that keeps
-        #: the join state elsewhere loads what the document can reach)
-        self.before_match: Callable[[DocState], None] | None = None
         self._seq = 0
         self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
         #: queries added with ``only_new_documents``: the first document seq they see
@@ -203,19 +200,6 @@ class LocalEngine:
         self._claims.pop(qid).release()
         return True
 
-    # ------------------------------------------------------------- snapshots
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable state (a snapshot of the Spark job): parsed-tree caches are dropped."""
-        state = dict(self.__dict__)
-        state["trees"] = DocumentTrees(self.trees.capacity)
-        state["_docs_infos"] = {}
-        state["before_match"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.__dict__.setdefault("before_match", None)
-
     @property
     def template_count(self) -> int:
         return len(self.plans)
@@ -224,11 +208,10 @@ class LocalEngine:
     def reset_documents(self, max_ts: int | None) -> None:
         """Forget every stored document, keeping queries, statistics and caches of plans.
 
-        For a caller that keeps the join state itself (the Spark job's
-        ``JoinStateStore``): it resets the engine to the watermark a batch starts from
-        whenever the engine's documents may not be that state's (a first batch, a
-        replay), ``store``s the stored documents the batch can reach, ``forget``s
-        what it stops holding and calls ``next_batch`` between batches.
+        For a caller that keeps the join state itself (the Spark job's join groups,
+        ``xscl.spark_plugin.job.groups``): per group and micro-batch it resets the
+        engine, ``store``s the stored documents the batch can reach, then matches or
+        processes the batch's documents.
         """
         self.docs = {}
         self.seen = set()
@@ -245,26 +228,6 @@ class LocalEngine:
         self.docs[doc.key] = doc
         self.cache.add(doc)
         heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
-
-    def forget(self, docs: Iterable[DocState]) -> None:
-        """Drop stored documents the caller keeps elsewhere (see ``reset_documents``)."""
-        present = [doc for doc in docs if self.docs.get(doc.key) is doc]
-        for doc in present:
-            del self.docs[doc.key]
-            self.seen.discard(doc.key)
-        self.cache.remove_many(present)
-
-    def next_batch(self) -> None:
-        """Between batches of a caller that keeps the join state elsewhere and lets the
-        engine hold some documents across batches: per-batch bookkeeping is dropped
-        (a result always involves a document of its own batch, so none can repeat)."""
-        self.seen = set(self.docs)
-        self.emitted = set()
-        self._emitted_by_end = []
-        self._docs_infos = {}
-        if len(self._by_ts) > 2 * len(self.docs) + 1024:  # entries of forgotten documents
-            self._by_ts = [(d.ts, d.seq, d.key) for d in self.docs.values()]
-            heapq.heapify(self._by_ts)
 
     def advance_seq(self, at_least: int) -> None:
         """Number the next document above ``at_least`` (a caller's stable numbering)."""
@@ -378,8 +341,6 @@ class LocalEngine:
             self.stats.published += 1
         else:
             self.stats.documents += 1
-        if self.before_match is not None:
-            self.before_match(doc)
         started = time.perf_counter()
         found = self.matches(doc)
         if self._since:
@@ -427,6 +388,15 @@ class LocalEngine:
                     found.extend(match_document(plan, doc, slice_of, stored))
         self.stats.matches += len(found)
         return found
+
+    def set_since(self, qid: str, seq: int) -> None:
+        """Let query ``qid`` match only documents numbered ``seq`` or later (a caller's
+        subscription cut-off, with its own numbering: see ``advance_seq``)."""
+        self._since[qid] = seq
+
+    def sees(self, match: Match) -> bool:
+        """False for a match with a document older than its query's subscription."""
+        return self._sees(match)
 
     def _sees(self, match: Match) -> bool:
         """False for a match with a document older than its query's subscription."""

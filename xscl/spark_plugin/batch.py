@@ -31,6 +31,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +57,14 @@ def run_batch(
     *,
     allowed_lateness_micros: int | None = None,
     max_records_per_batch: int | None = None,
+    hot_threshold: int | None = None,
 ) -> BatchSummary:
     """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
 
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
-    micro-batch for the whole input); the result set does not depend on it.
+    micro-batch for the whole input); the result set does not depend on it, nor on
+    ``hot_threshold`` (documents under one value in one join group that make it hot:
+    spread over several groups from the next micro-batch on).
     """
     from xscl.spark_plugin.job.plan import JobPlan
     from xscl.spark_plugin.results_sink import read_results
@@ -96,9 +100,14 @@ def run_batch(
             allowed_lateness=allowed_lateness_micros,
             max_records_per_batch=max_records_per_batch,
             once=True,
+            buckets=64,
+            hot_folder=str(work / "hot-values"),
         )
         with _session(work / "home") as spark:
-            batches = _run_once(spark, plan)
+            partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+            if hot_threshold is not None:
+                plan = replace(plan, hot_threshold=hot_threshold)
+            batches = _run_once(spark, replace(plan, state_partitions=partitions))
         engine_dead = list(_engine_dead_letters(work / _RESULTS))
         for offset, rejected in engine_dead:
             record = {"source": source, "line": line_of_offset[offset], **rejected}
@@ -124,8 +133,6 @@ def run_batch(
 
 def registry_text(queries: Sequence[Query]) -> str:
     """One query file holding ``queries`` under their own ids (for a registry event)."""
-    from dataclasses import replace
-
     from xscl.lang.printer import format_query
 
     declared: dict[str, str] = {}

@@ -62,15 +62,3 @@ class SparkBatchError(_Coded, RuntimeError):
     """The streaming query of ``xscl run --engine spark`` failed; nothing was written."""
 
     code = "XSCL-S005"
-
-
-class JoinStateError(_Coded, RuntimeError):
-    """The join state file was written by another format (``join_state.FORMAT``)."""
-
-    code = "XSCL-S006"
-
-
-class JoinStateMismatchError(_Coded, RuntimeError):
-    """A batch starts at another spool offset than the join state ends at."""
-
-    code = "XSCL-S007"

@@ -30,10 +30,28 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=DEFAULT_NAME, help="job name: checkpoint/results folder")
     parser.add_argument("--master", help="Spark master (default: local[2], or spark-submit's)")
     parser.add_argument("--once", action="store_true", help="process what is there, then exit")
-    parser.add_argument("--trigger-seconds", type=float, default=1.0, metavar="S")
-    parser.add_argument("--max-records-per-batch", type=int, metavar="N")
+    parser.add_argument(
+        "--trigger-seconds",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="without --once: start a micro-batch every S seconds when documents wait "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-records-per-batch",
+        type=int,
+        metavar="N",
+        help="at most N spool records per micro-batch (default: all that are waiting)",
+    )
     parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
-    parser.add_argument("--feed-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N")
+    parser.add_argument(
+        "--feed-entries",
+        type=int,
+        default=DEFAULT_FEED_ENTRIES,
+        metavar="N",
+        help="newest results kept in each query's Atom feed (default %(default)s)",
+    )
     parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
     parser.add_argument(
         "--results-format",
@@ -44,28 +62,39 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "bytes when results repeat their documents) (default %(default)s)",
     )
     parser.add_argument(
-        "--join-state",
-        choices=("disk", "memory"),
-        default="disk",
-        help="where the stored documents live: 'disk' (an SQLite file under HOME/state; the "
-        "driver holds one micro-batch's reach, a restart replays nothing) or 'memory' (the "
-        "driver's heap, snapshotted; faster, bounded by memory) (default %(default)s)",
+        "--state-partitions",
+        type=int,
+        default=8,
+        metavar="N",
+        help="partitions of the join state in Spark's state store (RocksDB): how many tasks "
+        "share the joins of a micro-batch. Fixed by the job's first start (a restart keeps "
+        "the checkpoint's); choose 2-4 per executor core you will ever run, e.g. 64 for 16 "
+        "cores (default %(default)s)",
     )
     parser.add_argument(
-        "--hold-mb",
+        "--value-groups",
         type=int,
         default=256,
-        metavar="MB",
-        help="with --join-state disk: about how many MB of recently used stored documents "
-        "the driver keeps between micro-batches; the rest is read back when a batch can "
-        "join with it (default %(default)s; 0 holds nothing)",
+        metavar="N",
+        help="how many join groups string values are hashed into (each group holds the stored "
+        "documents of its values). Fixed by the job's first start; more groups mean smaller "
+        "state per group and more per-batch overhead (default %(default)s)",
     )
     parser.add_argument(
-        "--snapshot-seconds",
-        type=float,
-        default=60.0,
+        "--hot-salts",
+        type=int,
+        default=8,
         metavar="S",
-        help="with --join-state memory: save the state at most every S seconds, so a "
-        "restart replays only the spool after it (default %(default)s)",
+        help="a hot string value (a category, a prolific author) is spread over S join "
+        "groups once a group stores more than --hot-threshold documents under it; 1 never "
+        "spreads (default %(default)s)",
+    )
+    parser.add_argument(
+        "--hot-threshold",
+        type=int,
+        default=500,
+        metavar="N",
+        help="documents stored under one value in one join group that make it hot "
+        "(default %(default)s)",
     )
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")

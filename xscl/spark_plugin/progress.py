@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
@@ -46,16 +47,22 @@ class BatchProgress:
     state_rows: int
     state_bytes: int
     duration_ms: int
+    #: seconds of the slowest and the mean task of the stateful stage (None: unknown)
+    slowest_task_s: float | None = None
+    mean_task_s: float | None = None
 
     def line(self) -> str:
         """The printed line, fixed field order, ``-`` for unknown values."""
         results = "-" if self.results is None else str(self.results)
         lag = "-" if self.lag is None else str(self.lag)
+        tasks = ""
+        if self.slowest_task_s is not None and self.mean_task_s is not None:
+            tasks = f", join tasks max {self.slowest_task_s:.2f} s / mean {self.mean_task_s:.2f} s"
         return (
             f"[{self.query}] batch {self.batch_id}: {self.documents} docs, {results} results, "
             f"{self.docs_per_s:.1f} docs/s, {self.duration_ms} ms, "
             f"watermark {self.watermark or '-'}, lag {lag}, "
-            f"state {self.state_rows} rows / {self.state_bytes} bytes"
+            f"state {self.state_rows} rows / {self.state_bytes} bytes{tasks}"
         )
 
 
@@ -81,6 +88,10 @@ def _lag(sources: list[Mapping[str, Any]]) -> int | None:
     return total if known else None
 
 
+def _observed(progress: Mapping[str, Any]) -> bool:
+    return OBSERVED_NAME in (progress.get("observedMetrics") or {})
+
+
 def _results(progress: Mapping[str, Any]) -> int | None:
     observed = (progress.get("observedMetrics") or {}).get(OBSERVED_NAME) or {}
     if isinstance(observed.get("results"), int):
@@ -89,16 +100,40 @@ def _results(progress: Mapping[str, Any]) -> int | None:
     return int(sink_rows) if isinstance(sink_rows, int) and sink_rows >= 0 else None
 
 
-@dataclass(frozen=True)
-class JobFigures:
-    """What a ``foreachBatch`` job knows of a batch that Spark's progress cannot."""
+class CommittedResults:
+    """Results per committed micro-batch, read from the sink's markers (driver).
 
-    #: the job's event-time watermark (ISO 8601 UTC), None while it has none
-    watermark: str | None
-    #: documents held in the job's join state
-    state_rows: int
-    #: the join state's bytes on disk (0 when it is the driver's memory)
-    state_bytes: int = 0
+    The job's sink counts the results of a batch in its commit marker
+    (``_commits/<batch>.json``, ``results_sink.commit_batch``); the progress line
+    reads it there, so the driver never counts results itself.
+    """
+
+    def __init__(self, output: str | Path) -> None:
+        self.output = Path(output)
+
+    def marker(self, batch_id: int) -> dict[str, Any] | None:
+        """The batch's commit marker, None before it is committed."""
+        path = self.output / "_commits" / f"{batch_id:020d}.json"
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    def get(self, batch_id: int, default: int | None = None) -> int | None:
+        body = self.marker(batch_id)
+        try:
+            return int(body["rows"]) if body is not None else default
+        except (KeyError, TypeError, ValueError):
+            return default
+
+    def tasks(self, batch_id: int) -> tuple[float, float] | None:
+        """(slowest, mean) seconds of the batch's join tasks, from its marker."""
+        body = self.marker(batch_id)
+        tasks = (body or {}).get("stateful_tasks")
+        if not isinstance(tasks, dict):
+            return None
+        return float(tasks["max_s"]), float(tasks["mean_s"])
 
 
 def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
@@ -130,11 +165,9 @@ class ProgressPrinter(StreamingQueryListener):
 
     ``emit`` (default ``print``) is called on Spark's listener thread for every
     micro-batch; exceptions in it are swallowed by Spark, so keep it simple.
-    ``results`` (batch id -> results count) fills in the results of sinks that do
-    not report them (``foreachBatch``), when no ``xscl`` observed metric is attached.
-    ``job`` (batch id -> ``JobFigures``) fills in what a ``foreachBatch`` job keeps
-    outside Spark: its event-time watermark, its stored documents as state rows and
-    the join state's bytes on disk.
+    ``results`` (batch id -> results count, e.g. ``CommittedResults``) gives the
+    results of a batch when no ``xscl`` observed metric is attached (the sink's own
+    row count includes dead letters).
     """
 
     def __init__(
@@ -142,12 +175,10 @@ class ProgressPrinter(StreamingQueryListener):
         emit: Callable[[str], None] | None = print,
         *,
         keep: int = 1000,
-        results: Mapping[int, int] | None = None,
-        job: Mapping[int, JobFigures] | None = None,
+        results: Mapping[int, int] | CommittedResults | None = None,
     ) -> None:
         self.emit = emit
         self.results = results
-        self.job = job
         self.batches: deque[BatchProgress] = deque(maxlen=keep)
         self._changed = threading.Condition()
 
@@ -157,16 +188,12 @@ class ProgressPrinter(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         """A micro-batch finished (driver, listener thread, once per batch)."""
         figures = batch_progress(json.loads(event.progress.json))
-        if figures.results is None and self.results is not None:
+        if self.results is not None and not _observed(json.loads(event.progress.json)):
             figures = replace(figures, results=self.results.get(figures.batch_id))
-        own = self.job.get(figures.batch_id) if self.job is not None else None
-        if own is not None:
-            figures = replace(
-                figures,
-                watermark=figures.watermark or own.watermark,
-                state_rows=figures.state_rows or own.state_rows,
-                state_bytes=figures.state_bytes or own.state_bytes,
-            )
+        if isinstance(self.results, CommittedResults):
+            tasks = self.results.tasks(figures.batch_id)
+            if tasks is not None:
+                figures = replace(figures, slowest_task_s=tasks[0], mean_task_s=tasks[1])
         with self._changed:
             self.batches.append(figures)
             self._changed.notify_all()

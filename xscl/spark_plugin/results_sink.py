@@ -158,9 +158,15 @@ def discard(messages: Iterable[WriterCommitMessage | None]) -> None:
 
 
 def commit_batch(
-    path: str, marker_name: str, messages: Iterable[WriterCommitMessage | None]
+    path: str,
+    marker_name: str,
+    messages: Iterable[WriterCommitMessage | None],
+    extra: dict[str, Any] | None = None,
 ) -> bool:
-    """Publish a batch's staged parts under ``marker_name``; False if it was already there."""
+    """Publish a batch's staged parts under ``marker_name``; False if it was already there.
+
+    ``extra``: more fields for the marker (the streaming job's per-batch figures).
+    """
     root = Path(path)
     commits = root / COMMITS
     commits.mkdir(parents=True, exist_ok=True)
@@ -179,6 +185,7 @@ def commit_batch(
         published.append({"file": name, "rows": part.rows})
     fsync_dir(root)
     body = {"batch": marker_name, "parts": published, "rows": sum(p["rows"] for p in published)}
+    body.update(extra or {})
     write_atomically(marker, json.dumps(body, sort_keys=True).encode("utf-8"))
     return True
 

@@ -3,14 +3,13 @@
     spark-submit --master local[2] xscl/spark_plugin/submit.py \\
         --queries queries.xscl --spool xscl-data/spool --home xscl-data [--once]
 
-``xscl-spool`` micro-batches (exact offsets, Spark checkpoint under
-``HOME/checkpoints/NAME``) -> ``foreachBatch`` with ``pipeline.EnginePipeline``
-(subscriptions from ``HOME/registry/NAME``, Stage 1 on the executors, the shared join
-processor on the driver) -> result records committed idempotently by batch id under
-``HOME/results/NAME``, dead letters under ``HOME/results/NAME/deadletters``, one Atom
-feed per query under ``HOME/results/NAME/feeds``, and one progress line per
-micro-batch. ``--queries`` seeds an empty registry; ``xscl subscribe`` /
-``xscl unsubscribe`` change it while the job runs.
+The driver checks the options, seeds the subscription registry (``HOME/registry/NAME``)
+from ``--queries`` when it is empty, builds the one Spark plan (``job.plan``) and waits:
+Stage 1, the joins (state in Spark's RocksDB state store under
+``HOME/checkpoints/NAME``), result records, dead letters and Atom feeds all run in
+executor tasks; the driver's commit renames the tasks' files and writes one marker
+per micro-batch under ``HOME/results/NAME``. ``xscl subscribe`` / ``xscl unsubscribe``
+change the registry while the job runs.
 
 Ship the package installed or on ``PYTHONPATH`` on every node: ``--py-files`` does not
 reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
@@ -24,19 +23,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xscl.connectors.durable import write_atomically
-from xscl.spark_plugin.engine_snapshot import SnapshotStore
 from xscl.spark_plugin.job_args import add_job_arguments
-from xscl.spark_plugin.join_state import JOIN_STATE_FILE, JoinStateStore
-from xscl.spark_plugin.pipeline import EnginePipeline, jsonl
-from xscl.spark_plugin.progress import BatchProgress
+from xscl.spark_plugin.progress import BatchProgress, CommittedResults
 from xscl.spark_plugin.results_sink import count_results, read_results
 from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
-
-if TYPE_CHECKING:
-    from xscl.engine.local import EngineStats
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,17 +46,14 @@ class JobReport:
     """What one run of the job did (driver): for ``xscl serve``, tests and benchmarks."""
 
     exit_code: int
-    #: documents processed this run (not counting the warm-up replay)
+    #: spool records this run read (Spark's input rows)
     documents: int = 0
-    #: spool records replayed to rebuild the state after a restart
-    warmed_up: int = 0
     #: results in the results directory at the end (all runs)
     results: int = 0
     #: from the streaming query's start until it stopped (counting results is after)
     seconds: float = 0.0
     #: one entry per micro-batch of this run, from the ``StreamingQueryListener``
     batches: list[BatchProgress] = field(default_factory=list)
-    engine_stats: EngineStats | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,6 +107,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
             file=sys.stderr,
         )
         return JobReport(2)
+    from xscl.spark_plugin.job.plan import JobPlan, start_job
     from xscl.spark_plugin.progress import ProgressPrinter
     from xscl.spark_plugin.session import build_session
 
@@ -124,63 +115,44 @@ def run_job(args: argparse.Namespace) -> JobReport:
     output = home.results / args.name
     print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
     spark = build_session(args.master, f"xscl-{args.name}", home=home.root)
-    pipeline = EnginePipeline(
-        (),
-        spool,
-        output,
-        subscriptions=log,
-        snapshots=SnapshotStore(home.state / args.name) if args.join_state == "memory" else None,
-        snapshot_seconds=args.snapshot_seconds,
-        join_state=(
-            JoinStateStore(home.state / args.name / JOIN_STATE_FILE)
-            if args.join_state == "disk"
-            else None
-        ),
-        hold_bytes=max(0, args.hold_mb) * 2**20,
-        allowed_lateness_micros=lateness,
-        feed_entries=args.feed_entries,
+    plan = JobPlan(
+        spool=str(spool),
+        registry=str(log.folder),
+        output=str(output),
+        checkpoint=str(home.checkpoints / args.name),
+        name=args.name,
+        allowed_lateness=lateness,
         results_format=args.results_format,
+        feed_entries=args.feed_entries,
+        state_partitions=args.state_partitions,
+        buckets=args.value_groups,
+        hot_folder=str(home.state / args.name / "hot-values"),
+        salts=max(1, args.hot_salts),
+        hot_threshold=max(1, args.hot_threshold),
+        max_records_per_batch=args.max_records_per_batch,
+        once=args.once,
+        trigger_seconds=args.trigger_seconds,
     )
     printer = ProgressPrinter(
-        None if args.quiet else _stderr_line,
-        results=pipeline.results_by_batch,
-        job=pipeline.figures_by_batch,
+        None if args.quiet else _stderr_line, results=CommittedResults(output)
     )
     spark.streams.addListener(printer)
-    reader = (
-        spark.readStream.format("xscl-spool")
-        .option("path", str(spool))
-        .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
-    )
-    if args.max_records_per_batch:
-        reader = reader.option("maxRecordsPerBatch", str(args.max_records_per_batch))
-    writer = (
-        reader.load()
-        .writeStream.foreachBatch(pipeline)
-        .queryName(args.name)
-        .option("checkpointLocation", str(home.checkpoints / args.name))
-    )
-    if args.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{args.trigger_seconds} seconds")
     started = time.perf_counter()
-    query = writer.start()
+    query = start_job(spark, plan)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
+    except Exception:  # StreamingQueryException: reported from query.exception() below
+        pass
     finally:
         _drain_progress(spark, query, printer)
-        if pipeline.join_state is not None:
-            pipeline.join_state.close()
+    batches = list(printer.batches)
     report = JobReport(
         0,
-        documents=pipeline.documents,
-        warmed_up=pipeline.warmed_up,
+        documents=sum(b.documents for b in batches),
         seconds=time.perf_counter() - started,
-        batches=list(printer.batches),
-        engine_stats=pipeline.engine.stats,
+        batches=batches,
     )
     if query.exception() is not None:
         print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
@@ -192,12 +164,8 @@ def run_job(args: argparse.Namespace) -> JobReport:
         total = len(records)
     else:
         total = count_results(output)
-    restored = (
-        "" if pipeline.restored_from is None else f" after the snapshot at {pipeline.restored_from}"
-    )
     print(
-        f"xscl: {pipeline.documents} documents this run (+{pipeline.warmed_up} replayed to "
-        f"rebuild state{restored}), {total} results in "
+        f"xscl: {report.documents} documents read this run; {total} results in total in "
         f"{output} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
@@ -212,7 +180,7 @@ def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0)
     logs Py4J errors and loses the last progress line.
     """
     last = query.lastProgress
-    if last is not None:
+    if last is not None and int(last.get("numInputRows") or 0) > 0:
         batch_id = int(last["batchId"])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -222,9 +190,18 @@ def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0)
     spark.streams.removeListener(printer)
 
 
+def jsonl(items: Sequence[dict[str, Any]]) -> bytes:
+    """Compact JSON Lines, UTF-8."""
+    import json
+
+    text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
+    return text.encode("utf-8")
+
+
 def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
     sys.exit(main())
+

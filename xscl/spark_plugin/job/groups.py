@@ -29,8 +29,17 @@ newest timestamp among its batch's rows (never later than the stream's: a group
 only evicts what no later document can still reach). INF windows keep them, on
 RocksDB's disk.
 
-Output rows (``OUTPUT_DDL``): ``kind`` (``result`` | ``dead``), ``query``,
-``result_id``, ``end`` (microseconds), ``line`` (the record as a JSON line, spec §4).
+Hot values (DESIGN.md, load balancing): a value group reports each value with more
+than ``hot_threshold`` documents stored under it (a ``hot`` row); the driver's commit
+adds it to the job's hot set, and from the next batch on ``route_task`` spreads it.
+
+Output rows (``OUTPUT_DDL``): ``kind`` (``result`` | ``dead`` | ``hot`` | ``time``),
+``query``, ``result_id``, ``end`` (microseconds), ``line`` (the record as a JSON line,
+spec §4; a dead letter's line; a hot row's value). Dead and hot rows have empty
+``query`` and ``result_id``; a ``time`` row (one per group and batch) carries the
+state partition in ``query`` and the microseconds the group took in ``end``: the
+sink sums them per partition into the batch's marker, which is how ``xscl serve``
+reports the slowest and the mean task of the stateful stage.
 
 Where it runs: ``JoinGroups`` is built on the driver once per query start and
 pickled to executors (strings and integers only); ``__call__`` runs on an executor
@@ -40,6 +49,7 @@ once per group and micro-batch (and replay).
 from __future__ import annotations
 
 import marshal
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +63,7 @@ from xscl.engine.state import DocState
 from xscl.spark_plugin.job.codec import decode, encode_state
 from xscl.spark_plugin.job.queries import JobQueries, owner_edge, queries_at
 from xscl.spark_plugin.job.route_task import CHAIN_GROUP, DEAD_GROUP
+from xscl.spark_plugin.results_sink import task_partition
 
 #: Spark DDL of the join groups' output.
 OUTPUT_DDL = "kind STRING, query STRING, result_id STRING, end BIGINT, line BINARY"
@@ -104,6 +115,14 @@ class StoredDocs:
         for value in doc.strings:
             self.index.setdefault(value, []).append(position)
 
+    def hot(self, threshold: int) -> list[str]:
+        """Values with more than ``threshold`` documents stored under them here."""
+        counts: dict[str, int] = {}
+        for doc in self.docs:
+            for value in doc.homes:
+                counts[value] = counts.get(value, 0) + 1
+        return sorted(v for v, n in counts.items() if n > threshold)
+
     def evict(self, horizon: int) -> int:
         """Drop documents older than ``horizon``; how many."""
         kept = [d for d in self.docs if d.ts >= horizon]
@@ -128,19 +147,24 @@ class NewDoc:
 class JoinGroups:
     """The ``applyInPandasWithState`` function (see the module docstring)."""
 
-    def __init__(self, registry: str, allowed_lateness: int | None) -> None:
+    def __init__(
+        self, registry: str, allowed_lateness: int | None, hot_threshold: int | None = None
+    ) -> None:
         self.registry = registry
         self.allowed_lateness = allowed_lateness
+        #: a value with more documents stored under it in one group is reported hot
+        self.hot_threshold = hot_threshold
 
     def __call__(
         self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: Any
     ) -> Iterator[pd.DataFrame]:
         """One group's micro-batch (executor, once per group and batch)."""
+        started = time.perf_counter()
         group = int(key[0])
         frame = pd.concat(list(frames), ignore_index=True)
-        out: list[tuple[str, str | None, str | None, int | None, bytes]] = []
+        out: list[tuple[str, str, str, int, bytes]] = []
         if group == DEAD_GROUP:
-            out.extend(("dead", None, None, None, line) for line in frame["line"].tolist())
+            out.extend(("dead", "", "", 0, line) for line in frame["line"].tolist())
             yield _frame(out)
             return
         version = int(frame["version"].max())
@@ -167,10 +191,14 @@ class JoinGroups:
         for record in records:
             line = encoder.encode(record)
             out.append(("result", record.query, record.result_id, record.end_micros, line))
+        if group != CHAIN_GROUP and self.hot_threshold is not None:
+            out.extend(("hot", "", "", 0, v.encode()) for v in stored.hot(self.hot_threshold))
         if stored.docs:
             state.update((stored.dump(),))
         elif state.exists:
             state.remove()
+        spent = round((time.perf_counter() - started) * 1e6)
+        out.append(("time", str(task_partition()), "", spent, b""))
         yield _frame(out)
 
     # ------------------------------------------------------------ value groups
@@ -195,13 +223,13 @@ class JoinGroups:
         emitted: set[str] = set()
         for doc in new:
             for match in engine.matches(doc.state):
-                if self._owned(match, homes) and engine._sees(match):
+                if self._owned(match, homes) and engine.sees(match):
                     record = engine.record(match)
                     if record.result_id not in emitted:
                         emitted.add(record.result_id)
                         yield record
-            if horizon is not None and doc.state.ts < horizon:
-                continue
+            if not doc.homes or (horizon is not None and doc.state.ts < horizon):
+                continue  # only probes here (a hot value stored under another salt), or too old
             engine.store(doc.state)
             homes[id(doc.state)] = doc.homes
             strings = sorted({v for v in doc.state.values.values() if v})
@@ -249,8 +277,8 @@ class JoinGroups:
         return max(d.newest for d in new) - self.allowed_lateness - reach
 
 
-def _frame(rows: list[tuple[str, str | None, str | None, int | None, bytes]]) -> pd.DataFrame:
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _OUTPUT_COLUMNS]
-    frame = pd.DataFrame(dict(zip(_OUTPUT_COLUMNS, columns, strict=True)))
-    frame["end"] = frame["end"].astype("Int64")
-    return frame
+def _frame(rows: list[tuple[str, str, str, int, bytes]]) -> pd.DataFrame:
+    """Output rows as the pandas frame Spark expects (``OUTPUT_DDL``; no missing values:
+    dead-letter and hot rows carry empty strings and 0)."""
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    return pd.DataFrame(dict(zip(_OUTPUT_COLUMNS, columns, strict=True)))

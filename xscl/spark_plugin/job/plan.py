@@ -30,6 +30,10 @@ from xscl.spark_plugin.job.route_task import INPUT_COLUMNS, ROUTED_DDL, RouteTas
 DEFAULT_STATE_PARTITIONS = 8
 #: Default number of value groups string values are hashed into.
 DEFAULT_BUCKETS = 256
+#: Default number of groups a hot value's documents are spread over.
+DEFAULT_SALTS = 8
+#: Default number of documents stored under one value in one group that make it hot.
+DEFAULT_HOT_THRESHOLD = 500
 
 
 @dataclass(frozen=True)
@@ -46,15 +50,31 @@ class JobPlan:
     feed_entries: int = 200
     state_partitions: int = DEFAULT_STATE_PARTITIONS
     buckets: int = DEFAULT_BUCKETS
+    #: where the values found hot are recorded (None: hot values are not spread)
+    hot_folder: str | None = None
+    #: how many groups a hot value is spread over
+    salts: int = DEFAULT_SALTS
+    #: stored documents under one value in one group that make it hot
+    hot_threshold: int = DEFAULT_HOT_THRESHOLD
     max_records_per_batch: int | None = None
     once: bool = False
     trigger_seconds: float = 1.0
 
 
 def start_job(spark: Any, plan: JobPlan) -> Any:
-    """Start the streaming query (driver, once); returns Spark's ``StreamingQuery``."""
+    """Start the streaming query (driver, once); returns Spark's ``StreamingQuery``.
+
+    Staging files a crashed run left are removed first: no task of this job runs yet,
+    and a replayed batch stages its files anew.
+    """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    from xscl.spark_plugin.results_sink import clear_staging
+
+    clear_staging(plan.output)
+    # the stateful operator's partitioning is read when the query starts (and then kept
+    # in its checkpoint); the session's own setting is restored afterwards
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(plan.state_partitions))
     reader = (
         spark.readStream.format("xscl-spool")
@@ -67,10 +87,19 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     routed = (
         reader.load()
         .selectExpr(*INPUT_COLUMNS)
-        .mapInArrow(RouteTask(plan.registry, plan.buckets, plan.allowed_lateness), ROUTED_DDL)
+        .mapInArrow(
+            RouteTask(
+                plan.registry, plan.buckets, plan.allowed_lateness, plan.hot_folder, plan.salts
+            ),
+            ROUTED_DDL,
+        )
     )
     joined = routed.groupBy("group").applyInPandasWithState(
-        JoinGroups(plan.registry, plan.allowed_lateness),
+        JoinGroups(
+            plan.registry,
+            plan.allowed_lateness,
+            plan.hot_threshold if plan.hot_folder is not None and plan.salts > 1 else None,
+        ),
         OUTPUT_DDL,
         STATE_DDL,
         "append",
@@ -85,6 +114,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("path", plan.output)
         .option("format", plan.results_format)
         .option("feedEntries", str(plan.feed_entries))
+        .option("hotValues", plan.hot_folder or "")
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)
     )
@@ -92,4 +122,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{plan.trigger_seconds} seconds")
-    return writer.start()
+    try:
+        return writer.start()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)

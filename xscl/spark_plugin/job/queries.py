@@ -127,7 +127,7 @@ class JobQueries:
         engine = self.value if kind == "value" else self.chain
         normal: NormalQuery = self.shapes.normal(query)
         engine.add_query(normal)
-        engine._since[query.qid] = since  # matches only documents from ``since`` on
+        engine.set_since(query.qid, since)
         self.engine_of[query.qid] = kind
 
     def _remove(self, qid: str) -> None:

@@ -16,6 +16,14 @@ Per spool record, in its partition's offset order:
    its stream. A document with neither can never take part in a result and goes
    nowhere.
 
+**Hot values** (``hot_values``): a value the join groups reported as hot is spread
+over ``salts`` groups: a new document is stored under it in the group of one salt
+(chosen by its key) and probes the groups of all salts, salt 0 included, where the
+value's documents were stored before it turned hot. A value once hot stays hot (the
+set only grows), so every stored row stays reachable, and each pair is still found in
+exactly one group: the one storing its older document. The set is read once per task
+from the job's hot-values folder, which the driver's commit extends between batches.
+
 Output rows (``ROUTED_DDL``): ``group`` (the state key: a value bucket, ``CHAIN_GROUP``
 or ``DEAD_GROUP``), ``seq``, ``ts``, ``newest`` (the newest timestamp the stream had
 delivered up to and including this record: the eviction horizon's base), ``version``,
@@ -32,6 +40,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -82,6 +91,33 @@ def value_bucket(value: str, buckets: int) -> int:
     return zlib.crc32(value.encode("utf-8")) % buckets
 
 
+def salted_bucket(value: str, salt: int, buckets: int) -> int:
+    """The join group of ``value`` under ``salt`` (salt 0 is the value's own group).
+
+    >>> salted_bucket("News", 0, 256) == value_bucket("News", 256)
+    True
+    """
+    if salt == 0:
+        return value_bucket(value, buckets)
+    return zlib.crc32(f"{value}\x00{salt}".encode()) % buckets
+
+
+def _salt_of(stream: str, docid: str, salts: int) -> int:
+    """The salt a document of a hot value is stored under (stable across runs)."""
+    return zlib.crc32(f"{stream}\x00{docid}".encode()) % salts
+
+
+def hot_values(folder: str) -> frozenset[str]:
+    """Every value recorded in a job's hot-values folder (``sink`` writes one file per
+    batch that found new ones; executors read it once per task)."""
+    out: set[str] = set()
+    path = Path(folder)
+    if path.is_dir():
+        for file in sorted(path.glob("*.json")):
+            out.update(json.loads(file.read_text(encoding="utf-8")))
+    return frozenset(out)
+
+
 def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> bytes:
     """One dead-letter record as a JSON line (the dead letters' format)."""
     record = {"offset": offset, "stream": stream, "docid": docid, "reason": reason, "code": code}
@@ -91,17 +127,27 @@ def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> b
 class RouteTask:
     """The ``mapInArrow`` function of the job (see the module docstring)."""
 
-    def __init__(self, registry: str, buckets: int, allowed_lateness: int | None) -> None:
+    def __init__(
+        self,
+        registry: str,
+        buckets: int,
+        allowed_lateness: int | None,
+        hot_folder: str | None = None,
+        salts: int = 1,
+    ) -> None:
         self.registry = registry
         self.buckets = buckets
         self.allowed_lateness = allowed_lateness
+        self.hot_folder = hot_folder
+        self.salts = salts
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Routed rows of one partition's records (executor, once per partition)."""
+        hot = hot_values(self.hot_folder) if self.hot_folder and self.salts > 1 else frozenset()
         for batch in batches:
-            yield self.route(batch)
+            yield self.route(batch, hot)
 
-    def route(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+    def route(self, batch: pa.RecordBatch, hot: frozenset[str] = frozenset()) -> pa.RecordBatch:
         """Evaluate and route every record of ``batch`` (executor)."""
         out: list[list[Any]] = [[] for _ in ROUTED_SCHEMA]
         names = ("offset", "stream", "docid", "ts", "xml", "newest_before", "version")
@@ -109,43 +155,59 @@ class RouteTask:
         lateness = self.allowed_lateness
         for offset, stream, docid, ts, xml, newest_before, version in zip(*columns, strict=True):
             newest = ts if newest_before is None else max(ts, newest_before)
-            seq = offset * SEQ_STRIDE + 1
-
-            def emit(group: int, doc: bytes | None, homes: list[str], line: bytes | None) -> None:
-                for column, value in zip(
-                    out, (group, seq, ts, newest, version, doc, homes, line), strict=True
-                ):
-                    column.append(value)
-
+            key = (offset * SEQ_STRIDE + 1, ts, newest, version)
             queries = queries_at(self.registry, version)
             try:
                 rows = queries.value.stage1.evaluate_rows(stream, docid, ts, xml)
             except Stage1Error as exc:
-                emit(DEAD_GROUP, None, [], dead_line(offset, stream, docid, exc.message, exc.code))
+                line = dead_line(offset, stream, docid, exc.message, exc.code)
+                _emit(out, DEAD_GROUP, key, None, [], line)
                 continue
             if lateness is not None and newest_before is not None and ts < newest_before - lateness:
-                emit(DEAD_GROUP, None, [], dead_line(offset, stream, docid, "late", "XSCL-R008"))
+                line = dead_line(offset, stream, docid, "late", "XSCL-R008")
+                _emit(out, DEAD_GROUP, key, None, [], line)
                 continue
             owners = _owner_vars(queries)
             homes: dict[int, list[str]] = {}
             values = dict(rows.values)
+            routed: set[str] = set()
             for var, node in rows.value_nodes:
-                if var in owners:
-                    value = values[node]
-                    if value:
-                        found = homes.setdefault(value_bucket(value, self.buckets), [])
-                        if value not in found:
+                value = values[node]
+                if var not in owners or not value or value in routed:
+                    continue
+                routed.add(value)
+                if value in hot:  # probe every salt, store under one
+                    home = salted_bucket(value, _salt_of(stream, docid, self.salts), self.buckets)
+                    for salt in range(self.salts):
+                        group = salted_bucket(value, salt, self.buckets)
+                        found = homes.setdefault(group, [])
+                        if group == home and value not in found:
                             found.append(value)
+                else:
+                    homes.setdefault(value_bucket(value, self.buckets), []).append(value)
             chain = stream in _chain_streams(queries)
             if not homes and not chain:
                 continue
-            data = encode(stream, docid, ts, xml, seq, rows)
+            data = encode(stream, docid, ts, xml, key[0], rows)
             for group, stored in sorted(homes.items()):
-                emit(group, data, stored, None)
+                _emit(out, group, key, data, stored, None)
             if chain:
-                emit(CHAIN_GROUP, data, [], None)
+                _emit(out, CHAIN_GROUP, key, data, [], None)
         arrays = [pa.array(c, f.type) for c, f in zip(out, ROUTED_SCHEMA, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
+
+
+def _emit(
+    out: list[list[Any]],
+    group: int,
+    key: tuple[int, int, int, int],
+    doc: bytes | None,
+    homes: list[str],
+    line: bytes | None,
+) -> None:
+    """Append one routed row (``key``: seq, ts, newest, version) to the output columns."""
+    for column, value in zip(out, (group, *key, doc, homes, line), strict=True):
+        column.append(value)
 
 
 #: Per worker: (registry version object id) -> derived routing sets

@@ -11,6 +11,8 @@ partitioned by query id, so each task owns its queries' Atom feeds for the batch
 * **dead letters**: staged the same way and renamed to
   ``deadletters/<batch:020d>-<task:05d>.jsonl`` before the marker (a replay renames
   over the same names);
+* **hot values** reported by the join groups: the driver's commit adds them to the
+  job's hot-values folder (``hotValues`` option) before the marker;
 * **Atom feeds**: each task merges its queries' newest results into their feeds
   (``atom.AtomFeedWriter``; entries are idempotent by result id, so a replayed task
   rewrites the same feed).
@@ -38,7 +40,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from xscl.connectors.document import parse_ts
-from xscl.connectors.durable import fsync_dir
+from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.errors import DataSourceOptionError
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
@@ -62,6 +64,10 @@ class TaskOutput(WriterCommitMessage):
     dead: str | None = None
     dead_rows: int = 0
     feeds: dict[str, int] = field(default_factory=dict)
+    #: values the join groups reported hot (``groups``)
+    hot: list[str] = field(default_factory=list)
+    #: microseconds the join groups took, per state partition (``groups``' time rows)
+    group_micros: dict[int, int] = field(default_factory=dict)
 
 
 class JobOutputDataSource(DataSource):
@@ -83,7 +89,9 @@ class JobOutputDataSource(DataSource):
                 + ", ".join(RESULTS_FORMATS)
             )
         entries = int(self.options.get("feedEntries", DEFAULT_FEED_ENTRIES))
-        return JobOutputWriter(str(path), part_format, entries)
+        return JobOutputWriter(
+            str(path), part_format, entries, self.options.get("hotValues") or None
+        )
 
 
 #: Per Python worker: the Atom writer of each feeds folder.
@@ -93,10 +101,13 @@ _feed_writers: dict[tuple[str, int], AtomFeedWriter] = {}
 class JobOutputWriter(DataSourceStreamArrowWriter):
     """See the module docstring."""
 
-    def __init__(self, path: str, part_format: str, feed_entries: int) -> None:
+    def __init__(
+        self, path: str, part_format: str, feed_entries: int, hot_folder: str | None = None
+    ) -> None:
         self.path = path
         self.part_format = part_format
         self.feed_entries = feed_entries
+        self.hot_folder = hot_folder
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -107,6 +118,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         dead: list[bytes] = []
         newest: dict[str, list[tuple[int, str, bytes]]] = {}
         seen: set[str] = set()
+        hot: set[str] = set()
+        spent: dict[int, int] = {}
         for batch in iterator:
             columns = batch.to_pydict()
             for kind, query, result_id, end, line in zip(
@@ -119,13 +132,18 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
             ):
                 if kind == "dead":
                     dead.append(line)
+                elif kind == "hot":
+                    hot.add(line.decode())
+                elif kind == "time":
+                    spent[int(query)] = spent.get(int(query), 0) + end
                 elif result_id not in seen:
                     seen.add(result_id)
                     lines.append(line)
-                    _keep_newest(newest.setdefault(query, []), (end, result_id, line),
-                                 self.feed_entries)
+                    _keep_newest(
+                        newest.setdefault(query, []), (end, result_id, line), self.feed_entries
+                    )
         part = self._stage_results(staging, partition, lines)
-        output = TaskOutput(part)
+        output = TaskOutput(part, hot=sorted(hot), group_micros=spent)
         if dead:
             output.dead = _stage_bytes(staging, b"".join(dead), ".jsonl")
             output.dead_rows = len(dead)
@@ -163,6 +181,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         name = f"{batchId:020d}"
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
         marker = Path(self.path) / "_commits" / f"{name}.json"
+        self._record_hot(name, outputs)
         if not marker.exists():
             folder = Path(self.path) / DEAD_LETTERS
             moved = False
@@ -177,7 +196,40 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
             for output in outputs:
                 if output.dead is not None:
                     Path(output.dead).unlink(missing_ok=True)
-        commit_batch(self.path, name, [o.part for o in outputs])
+        spent: dict[int, int] = {}
+        for output in outputs:
+            for partition, micros in output.group_micros.items():
+                spent[partition] = spent.get(partition, 0) + micros
+        tasks = sorted(spent.values())
+        extra = (
+            {
+                "stateful_tasks": {
+                    "count": len(tasks),
+                    "max_s": tasks[-1] / 1e6,
+                    "mean_s": sum(tasks) / len(tasks) / 1e6,
+                }
+            }
+            if tasks
+            else {}
+        )
+        commit_batch(self.path, name, [o.part for o in outputs], extra)
+
+    def _record_hot(self, name: str, outputs: list[TaskOutput]) -> None:
+        """Add the values reported hot to the job's hot set (driver, once per batch).
+
+        Written before the batch's marker and never removed: a value once hot stays hot
+        (``route_task``). A replayed batch may find more or fewer: either is correct.
+        """
+        if self.hot_folder is None:
+            return
+        from xscl.spark_plugin.job.route_task import hot_values
+
+        new = sorted({v for o in outputs for v in o.hot} - hot_values(self.hot_folder))
+        if new:
+            folder = Path(self.hot_folder)
+            folder.mkdir(parents=True, exist_ok=True)
+            data = json.dumps(new, ensure_ascii=False).encode("utf-8")
+            write_atomically(folder / f"{name}.json", data)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Drop what the failed attempt staged (driver)."""

@@ -1,0 +1,131 @@
+"""Every template shape through the streaming job, against the reference, on two masters.
+
+One workload holds what the value groups evaluate (two-block value joins, generated
+queries with 0-4 equalities, SELECT lists, windows 0..INF) and what only the chain
+group can (a PUBLISH chain read by another query, a three-block chain, a join without
+a value condition). Its documents arrive out of time order, some re-delivered, and the
+job runs with an allowed lateness, so late dead letters and eviction happen too. The
+job's result set must equal ``xscl.reference``'s record for record:
+
+* on the shared ``local[2]`` session, in micro-batches of 7 documents;
+* under ``local-cluster[2,1,1024]`` (two executor JVMs) through ``xscl serve --once``
+  in a subprocess, in micro-batches of 9.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine_local.workloads import random_document, random_workload
+from xscl.connectors.document import Document, write_envelopes
+from xscl.connectors.spool import Spool
+from xscl.reference import run_batch as reference_run_batch
+from xscl.spark_plugin.job.plan import JobPlan, start_job
+from xscl.spark_plugin.results_sink import read_results
+from xscl.spark_plugin.session import find_java_home
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+pytestmark = pytest.mark.spark
+REPO = Path(__file__).resolve().parents[2]
+SHAPES = """\
+pub: S//item->i[./a->x] JOIN {x = y, INF} T//item->j[./a->y] PUBLISH P;
+reads_pub: P//item->k[./b->u] FOLLOWED BY {u = v, INF} S//item->m[./b->v];
+chain3: S//item->i[./a->x] FOLLOWED BY {x = y, 6s} T//item->j[./a->y][./c->z]
+    JOIN {z = w, INF} S//item->k[./c->w];
+scan: S//item->i[./c->x] JOIN {TRUE, 1s} T//item->j;
+"""
+LATENESS_MICROS = 3_000_000
+
+
+def _workload(seed: int) -> tuple[str, list[Document]]:
+    text, _ = random_workload(seed, queries=6, documents=0)
+    rng = random.Random(seed)
+    docs = []
+    for i in range(48):
+        doc = random_document(rng, f"d{i}")
+        docs.append(Document(doc.stream, doc.docid, doc.ts + 250_000 * (i // 6), doc.xml))
+        if rng.random() < 0.1:  # a re-delivery with other content: the first one wins
+            docs.append(Document(doc.stream, doc.docid, doc.ts, "<item><a>x</a></item>"))
+    return SHAPES + text + ";\n", docs
+
+
+def _expected(tmp_path: Path, text: str, docs: list[Document]) -> dict[str, dict[str, Any]]:
+    source = tmp_path / "docs.jsonl"
+    with open(source, "w", encoding="utf-8") as handle:
+        write_envelopes(docs, handle)
+    out = tmp_path / "reference.jsonl"
+    reference_run_batch(text, source, out, allowed_lateness_micros=LATENESS_MICROS)
+    records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    by_query = {r["query"] for r in records}
+    assert {"pub", "reads_pub", "chain3", "scan"} <= by_query, by_query  # all shapes match
+    return {r["result_id"]: r for r in records}
+
+
+def _prepare(tmp_path: Path, text: str, docs: list[Document]) -> Path:
+    home = tmp_path / "home"
+    SubscriptionLog(home / "registry" / "xscl").subscribe(text, source="shapes.xscl")
+    with Spool(home / "spool", sync=False) as spool:
+        spool.append(docs)
+    return home
+
+
+def _got(results: Path) -> dict[str, dict[str, Any]]:
+    got: dict[str, dict[str, Any]] = {}
+    for record in read_results(results):
+        assert record["result_id"] not in got, "a result committed twice"
+        got[record["result_id"]] = record
+    return got
+
+
+def test_every_shape_on_local_mode_equals_the_reference(spark: Any, tmp_path: Path) -> None:
+    text, docs = _workload(11)
+    expected = _expected(tmp_path, text, docs)
+    home = _prepare(tmp_path, text, docs)
+    plan = JobPlan(
+        spool=str(home / "spool"),
+        registry=str(home / "registry" / "xscl"),
+        output=str(home / "results" / "xscl"),
+        checkpoint=str(home / "checkpoints" / "xscl"),
+        name=f"shapes_{tmp_path.name}",
+        allowed_lateness=LATENESS_MICROS,
+        state_partitions=2,
+        buckets=16,
+        max_records_per_batch=7,
+        once=True,
+    )
+    query = start_job(spark, plan)
+    query.awaitTermination()
+    assert query.exception() is None
+    assert _got(home / "results" / "xscl") == expected
+    dead = [
+        json.loads(line)
+        for part in sorted((home / "results" / "xscl" / "deadletters").glob("*.jsonl"))
+        for line in part.read_text(encoding="utf-8").splitlines()
+    ]
+    assert dead and {d["code"] for d in dead} == {"XSCL-R008"}  # late ones, counted
+
+
+@pytest.mark.slow
+def test_every_shape_on_two_executors_equals_the_reference(tmp_path: Path) -> None:
+    text, docs = _workload(12)
+    expected = _expected(tmp_path, text, docs)
+    home = _prepare(tmp_path, text, docs)
+    env = dict(os.environ, JAVA_HOME=str(find_java_home()), PYTHONPATH=str(REPO))
+    env["PYSPARK_PYTHON"] = sys.executable
+    done = subprocess.run(
+        [sys.executable, "-m", "xscl.spark_plugin.submit", "--home", str(home),
+         "--master", "local-cluster[2,1,1024]", "--once", "--quiet",
+         "--allowed-lateness", "3s", "--max-records-per-batch", "9",
+         "--state-partitions", "4", "--value-groups", "16"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert _got(home / "results" / "xscl") == expected
