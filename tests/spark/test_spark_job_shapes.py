@@ -51,9 +51,9 @@ def _workload(seed: int) -> tuple[str, list[Document]]:
     docs = []
     for i in range(48):
         doc = random_document(rng, f"d{i}")
-        docs.append(Document(doc.stream, doc.docid, doc.ts + 250_000 * (i // 6), doc.xml))
+        docs.append(Document(doc.stream, doc.docid, doc.ts_micros + 250_000 * (i // 6), doc.xml))
         if rng.random() < 0.1:  # a re-delivery with other content: the first one wins
-            docs.append(Document(doc.stream, doc.docid, doc.ts, "<item><a>x</a></item>"))
+            docs.append(Document(doc.stream, doc.docid, doc.ts_micros, "<item><a>x</a></item>"))
     return SHAPES + text + ";\n", docs
 
 
