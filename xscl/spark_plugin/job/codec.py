@@ -9,6 +9,13 @@ a batch can join with (``decode`` is ~1 µs per row; pickle adds nothing for the
 types). The bytes are the same in every group, so they are encoded once per
 document.
 
+The value groups store and join **digests** of the string values, not the values
+(``digest_rows``): feed items' values include whole articles, and each document is
+stored once per value it is routed by, so the strings were most of the state (277 MiB
+for 5,607 feed items; docs/benchmarks.md). A match found on digests is checked on the
+real strings before its record is built (``groups``), so a digest collision can
+never make a result.
+
 Where it runs: executors (Stage 1 tasks encode, join groups decode); pure functions.
 
 >>> from xscl.xpath import DocumentRows
@@ -20,10 +27,28 @@ Where it runs: executors (Stage 1 tasks encode, join groups decode); pure functi
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 
 from xscl.engine.state import DocState
 from xscl.xpath import DocumentRows
+
+
+def digest(value: str) -> str:
+    """A 96-bit digest of a non-empty string value, as text ("" stays "": empty values
+    never join).
+
+    >>> len(digest("Danny Ayers")), digest("")
+    (24, '')
+    """
+    if not value:
+        return ""
+    return hashlib.blake2b(value.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def digest_rows(rows: DocumentRows) -> DocumentRows:
+    """``rows`` with every string value replaced by its ``digest``."""
+    return rows._replace(values=[(node, digest(value)) for node, value in rows.values])
 
 
 def encode(stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows) -> bytes:

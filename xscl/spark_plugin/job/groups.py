@@ -4,7 +4,8 @@ The routed rows (``route_task``) are grouped by their ``group`` key; Spark hands
 group's rows of one micro-batch and its state to ``JoinGroups`` on an executor, and
 keeps the updated state in its state store (checkpointed with the query, restored
 after a failure, partitioned over the cluster). A group's state is the documents
-stored in it (``StoredDocs``).
+stored in it (``StoredDocs``): their witness rows; a matched document's XML is read
+back from the spool (``documents``).
 
 * **Value groups** (key = ``route_task.value_bucket`` of a string value): the
   thesis's R_L slices (6.5), bucketed. A document is stored in the group of each
@@ -61,7 +62,8 @@ from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.matcher import Match
 from xscl.engine.state import DocState
 from xscl.spark_plugin.job.codec import decode, encode_state
-from xscl.spark_plugin.job.queries import JobQueries, owner_edge, queries_at
+from xscl.spark_plugin.job.documents import fill_xml, spool_xml
+from xscl.spark_plugin.job.queries import SEQ_STRIDE, JobQueries, owner_edge, queries_at
 from xscl.spark_plugin.job.route_task import CHAIN_GROUP, DEAD_GROUP
 from xscl.spark_plugin.results_sink import task_partition
 
@@ -148,9 +150,15 @@ class JoinGroups:
     """The ``applyInPandasWithState`` function (see the module docstring)."""
 
     def __init__(
-        self, registry: str, allowed_lateness: int | None, hot_threshold: int | None = None
+        self,
+        registry: str,
+        spool: str,
+        allowed_lateness: int | None,
+        hot_threshold: int | None = None,
     ) -> None:
         self.registry = registry
+        #: where documents' XML is read back (``documents``)
+        self.spool = spool
         self.allowed_lateness = allowed_lateness
         #: a value with more documents stored under it in one group is reported hot
         self.hot_threshold = hot_threshold
@@ -221,10 +229,14 @@ class JoinGroups:
             engine.store(state)
             homes[id(state)] = entry.homes
         emitted: set[str] = set()
+        exact = ExactDocs(queries, self.spool)
         for doc in new:
             for match in engine.matches(doc.state):
                 if self._owned(match, homes) and engine.sees(match):
-                    record = engine.record(match)
+                    real = exact.match(match)
+                    if real is None:
+                        continue  # equal digests of different strings: no result
+                    record = engine.record(real)
                     if record.result_id not in emitted:
                         emitted.add(record.result_id)
                         yield record
@@ -261,6 +273,7 @@ class JoinGroups:
         for doc in new:
             engine.advance_seq(doc.seq - 1)
             s = doc.state
+            fill_xml(self.spool, (s,))
             yield from engine.process_one(s.stream, s.docid, s.ts, s.xml)
         kept = StoredDocs()
         for state in sorted(engine.docs.values(), key=lambda d: d.seq):
@@ -275,6 +288,39 @@ class JoinGroups:
         if self.allowed_lateness is None or reach is None or not new:
             return None
         return max(d.newest for d in new) - self.allowed_lateness - reach
+
+
+class ExactDocs:
+    """A batch's matched documents read back from the spool and evaluated again, so a
+    match found on digests (``codec``) is checked, and its record built, on the real
+    string values (executor, once per matched document and group batch)."""
+
+    def __init__(self, queries: JobQueries, spool: str) -> None:
+        self.stage1 = queries.value.stage1
+        self.spool = spool
+        self.docs: dict[int, DocState] = {}
+
+    def doc(self, stored: DocState) -> DocState:
+        found = self.docs.get(stored.seq)
+        if found is None:
+            xml = spool_xml(self.spool, stored.seq // SEQ_STRIDE)
+            rows = self.stage1.evaluate_rows(stored.stream, stored.docid, stored.ts, xml)
+            found = DocState.from_rows(
+                stored.stream, stored.docid, stored.ts, xml, stored.seq, rows
+            )
+            self.docs[stored.seq] = found
+        return found
+
+    def match(self, match: Match) -> Match | None:
+        """``match`` over the real documents, None if a value equality fails on them."""
+        row, docs, nodes = match
+        real = tuple(self.doc(d) for d in docs)
+        blocks = row.template.blocks
+        for a, b in row.template.value_edges:
+            left = real[blocks[a]].values.get(nodes[a], "")
+            if not left or left != real[blocks[b]].values.get(nodes[b], ""):
+                return None
+        return row, real, nodes
 
 
 def _frame(rows: list[tuple[str, str, str, int, bytes]]) -> pd.DataFrame:

@@ -97,6 +97,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     joined = routed.groupBy("group").applyInPandasWithState(
         JoinGroups(
             plan.registry,
+            plan.spool,
             plan.allowed_lateness,
             plan.hot_threshold if plan.hot_folder is not None and plan.salts > 1 else None,
         ),

@@ -9,7 +9,9 @@ Per spool record, in its partition's offset order:
    dead letter with code ``XSCL-R008`` — decided here, before any stateful operator,
    from the record alone, so it does not depend on the batching and nothing is
    dropped silently by Spark;
-3. routing: the document is encoded once (``codec``) and sent to the join group
+3. routing: the document is encoded once, its string values as digests and without
+   its XML (``codec``; groups read a matched document back from the spool,
+   ``documents``), and sent to the join group
    (``groups``) of each value it holds at an **owner edge** (``queries.owner_edge``:
    the value join that places a two-block match), tagged with those values (it is
    stored there under them), and to the chain group when a chain-engine query reads
@@ -21,8 +23,9 @@ over ``salts`` groups: a new document is stored under it in the group of one sal
 (chosen by its key) and probes the groups of all salts, salt 0 included, where the
 value's documents were stored before it turned hot. A value once hot stays hot (the
 set only grows), so every stored row stays reachable, and each pair is still found in
-exactly one group: the one storing its older document. The set is read once per task
-from the job's hot-values folder, which the driver's commit extends between batches.
+exactly one group: the one storing its older document. The set (of value digests,
+``codec.digest``) is read once per task from the job's hot-values folder, which the
+driver's commit extends between batches.
 
 Output rows (``ROUTED_DDL``): ``group`` (the state key: a value bucket, ``CHAIN_GROUP``
 or ``DEAD_GROUP``), ``seq``, ``ts``, ``newest`` (the newest timestamp the stream had
@@ -45,7 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from xscl.spark_plugin.job.codec import encode
+from xscl.spark_plugin.job.codec import digest_rows, encode
 from xscl.spark_plugin.job.queries import SEQ_STRIDE, queries_at
 from xscl.xpath import Stage1Error
 
@@ -167,6 +170,7 @@ class RouteTask:
                 line = dead_line(offset, stream, docid, "late", "XSCL-R008")
                 _emit(out, DEAD_GROUP, key, None, [], line)
                 continue
+            rows = digest_rows(rows)  # the groups join on digests (``codec``)
             owners = _owner_vars(queries)
             homes: dict[int, list[str]] = {}
             values = dict(rows.values)
@@ -188,7 +192,7 @@ class RouteTask:
             chain = stream in _chain_streams(queries)
             if not homes and not chain:
                 continue
-            data = encode(stream, docid, ts, xml, key[0], rows)
+            data = encode(stream, docid, ts, "", key[0], rows)  # XML: from the spool
             for group, stored in sorted(homes.items()):
                 _emit(out, group, key, data, stored, None)
             if chain:
