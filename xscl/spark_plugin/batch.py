@@ -100,14 +100,12 @@ def run_batch(
             allowed_lateness=allowed_lateness_micros,
             max_records_per_batch=max_records_per_batch,
             once=True,
-            buckets=64,
             hot_folder=str(work / "hot-values"),
         )
         with _session(work / "home") as spark:
-            partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
             if hot_threshold is not None:
                 plan = replace(plan, hot_threshold=hot_threshold)
-            batches = _run_once(spark, replace(plan, state_partitions=partitions))
+            batches = _run_once(spark, plan)
         engine_dead = list(_engine_dead_letters(work / _RESULTS))
         for offset, rejected in engine_dead:
             record = {"source": source, "line": line_of_offset[offset], **rejected}

@@ -64,21 +64,20 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-partitions",
         type=int,
-        default=8,
         metavar="N",
         help="partitions of the join state in Spark's state store (RocksDB): how many tasks "
-        "share the joins of a micro-batch. Fixed by the job's first start (a restart keeps "
-        "the checkpoint's); choose 2-4 per executor core you will ever run, e.g. 64 for 16 "
-        "cores (default %(default)s)",
+        "share the joins of a micro-batch. Fixed at the job's first start (restarts keep "
+        "it); to grow onto more executors later, give 2-4 per core you will ever run, e.g. "
+        "64 for 16 cores (default: 2 per executor core at the first start)",
     )
     parser.add_argument(
         "--value-groups",
         type=int,
-        default=256,
         metavar="N",
-        help="how many join groups string values are hashed into (each group holds the stored "
-        "documents of its values). Fixed by the job's first start; more groups mean smaller "
-        "state per group and more per-batch overhead (default %(default)s)",
+        help="how many join groups string values are hashed into (each holds the stored "
+        "documents of its values). Fixed at the job's first start; each group costs a call "
+        "per micro-batch, more groups spread hot values further (default: 4 per state "
+        "partition)",
     )
     parser.add_argument(
         "--hot-salts",

@@ -10,10 +10,10 @@
 
 The plan never changes while the job runs: subscriptions are data read by the tasks
 (``queries``), so subscribing, even to a new template, needs no new plan. Its
-shape is fixed by the checkpoint: ``state_partitions`` (Spark's shuffle partitions,
-the state store's partitioning: fixed at the first start) and ``buckets`` (how many
-value groups string values are hashed into) must stay the same across restarts of
-one job name.
+shape is fixed by the checkpoint (``shape``): ``state_partitions`` (Spark's shuffle
+partitions, the state store's partitioning), ``buckets`` (how many value groups
+string values are hashed into) and ``salts`` are settled at the job's first start
+and kept by every restart of the same job name.
 
 Where it runs: ``start_job`` on the driver, once per run.
 """
@@ -25,11 +25,15 @@ from typing import Any
 
 from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
 from xscl.spark_plugin.job.route_task import INPUT_COLUMNS, ROUTED_DDL, RouteTask
+from xscl.spark_plugin.job.shape import JobShape, settle
 
-#: Default number of state store partitions (Spark's shuffle partitions for the job).
-DEFAULT_STATE_PARTITIONS = 8
-#: Default number of value groups string values are hashed into.
-DEFAULT_BUCKETS = 256
+#: State store partitions per executor core by default (Spark's shuffle partitions for
+#: the job): 2 kept both cores of ``local[2]`` busy at the least per-batch cost measured
+#: (docs/benchmarks.md, "Stage 2 on the executors").
+PARTITIONS_PER_CORE = 2
+#: Value groups per state partition by default: each group costs a Python call per
+#: batch, so fewer, larger groups were faster (16 groups: 1,193 items/s, 256: 677).
+GROUPS_PER_PARTITION = 4
 #: Default number of groups a hot value's documents are spread over.
 DEFAULT_SALTS = 8
 #: Default number of documents stored under one value in one group that make it hot.
@@ -48,8 +52,10 @@ class JobPlan:
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
     feed_entries: int = 200
-    state_partitions: int = DEFAULT_STATE_PARTITIONS
-    buckets: int = DEFAULT_BUCKETS
+    #: None: ``PARTITIONS_PER_CORE`` per executor core, at the job's first start
+    state_partitions: int | None = None
+    #: None: ``GROUPS_PER_PARTITION`` per state partition, at the job's first start
+    buckets: int | None = None
     #: where the values found hot are recorded (None: hot values are not spread)
     hot_folder: str | None = None
     #: how many groups a hot value is spread over
@@ -72,10 +78,17 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     from xscl.spark_plugin.results_sink import clear_staging
 
     clear_staging(plan.output)
+    partitions = (
+        plan.state_partitions or PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
+    )
+    shape = settle(
+        plan.checkpoint,
+        JobShape(partitions, plan.buckets or GROUPS_PER_PARTITION * partitions, plan.salts),
+    )
     # the stateful operator's partitioning is read when the query starts (and then kept
     # in its checkpoint); the session's own setting is restored afterwards
     previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", str(plan.state_partitions))
+    spark.conf.set("spark.sql.shuffle.partitions", str(shape.state_partitions))
     reader = (
         spark.readStream.format("xscl-spool")
         .option("path", plan.spool)
@@ -89,7 +102,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .selectExpr(*INPUT_COLUMNS)
         .mapInArrow(
             RouteTask(
-                plan.registry, plan.buckets, plan.allowed_lateness, plan.hot_folder, plan.salts
+                plan.registry, shape.buckets, plan.allowed_lateness, plan.hot_folder, shape.salts
             ),
             ROUTED_DDL,
         )
@@ -99,7 +112,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             plan.registry,
             plan.spool,
             plan.allowed_lateness,
-            plan.hot_threshold if plan.hot_folder is not None and plan.salts > 1 else None,
+            plan.hot_threshold if plan.hot_folder is not None and shape.salts > 1 else None,
         ),
         OUTPUT_DDL,
         STATE_DDL,
@@ -110,7 +123,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         # a real projection first: the pandas operator's columnar rows fed straight to a
         # shuffle fail in Spark 4.3 (ClassCastException: ColumnarBatchRow -> UnsafeRow)
         joined.selectExpr("concat(kind, '') AS kind", "query", "result_id", "end", "line")
-        .repartition(plan.state_partitions, "query")
+        .repartition(shape.state_partitions, "query")
         .writeStream.format("xscl-job-output")
         .option("path", plan.output)
         .option("format", plan.results_format)
