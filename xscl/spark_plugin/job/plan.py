@@ -102,7 +102,12 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .selectExpr(*INPUT_COLUMNS)
         .mapInArrow(
             RouteTask(
-                plan.registry, shape.buckets, plan.allowed_lateness, plan.hot_folder, shape.salts
+                plan.registry,
+                shape.buckets,
+                plan.allowed_lateness,
+                plan.hot_folder,
+                shape.salts,
+                shape.state_partitions,
             ),
             ROUTED_DDL,
         )

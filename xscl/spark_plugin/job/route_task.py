@@ -27,7 +27,8 @@ exactly one group: the one storing its older document. The set (of value digests
 ``codec.digest``) is read once per task from the job's hot-values folder, which the
 driver's commit extends between batches.
 
-Output rows (``ROUTED_DDL``): ``group`` (the state key: a value bucket, ``CHAIN_GROUP``
+Output rows (``ROUTED_DDL``): ``group`` (the state key: a value bucket's key, placed
+so buckets spread evenly over the state partitions (``placement``), ``CHAIN_GROUP``
 or ``DEAD_GROUP``), ``seq``, ``ts``, ``newest`` (the newest timestamp the stream had
 delivered up to and including this record: the eviction horizon's base), ``version``,
 ``doc`` (the encoded document), ``homes`` (the values it is stored under in that
@@ -49,6 +50,7 @@ from typing import Any
 import pyarrow as pa
 
 from xscl.spark_plugin.job.codec import digest_rows, encode
+from xscl.spark_plugin.job.placement import group_keys
 from xscl.spark_plugin.job.queries import SEQ_STRIDE, queries_at
 from xscl.xpath import Stage1Error
 
@@ -137,9 +139,12 @@ class RouteTask:
         allowed_lateness: int | None,
         hot_folder: str | None = None,
         salts: int = 1,
+        partitions: int = 1,
     ) -> None:
         self.registry = registry
         self.buckets = buckets
+        #: state partitions: bucket b's group key lands on partition b mod this
+        self.partitions = partitions
         self.allowed_lateness = allowed_lateness
         self.hot_folder = hot_folder
         self.salts = salts
@@ -193,8 +198,9 @@ class RouteTask:
             if not homes and not chain:
                 continue
             data = encode(stream, docid, ts, "", key[0], rows)  # XML: from the spool
-            for group, stored in sorted(homes.items()):
-                _emit(out, group, key, data, stored, None)
+            placed = group_keys(self.buckets, self.partitions)
+            for bucket, stored in sorted(homes.items()):
+                _emit(out, placed[bucket], key, data, stored, None)
             if chain:
                 _emit(out, CHAIN_GROUP, key, data, [], None)
         arrays = [pa.array(c, f.type) for c, f in zip(out, ROUTED_SCHEMA, strict=True)]

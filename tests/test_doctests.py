@@ -1,0 +1,32 @@
+"""Every ``>>>`` example in the package runs, as written (SQLGlot's optimizer rules' habit).
+
+Modules are found by scanning ``xscl`` for docstring examples, so a new one is
+checked without being listed here.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "xscl"
+MODULES = sorted(
+    ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in PACKAGE.rglob("*.py")
+    if ">>> " in path.read_text(encoding="utf-8")
+)
+
+
+def test_modules_with_examples_are_found() -> None:
+    assert "xscl.spark_plugin.job.shape" in MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_in_docstrings_hold(name: str) -> None:
+    module = importlib.import_module(name)
+    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert attempted > 0, f"{name} has '>>> ' but no example ran"
+    assert failed == 0, f"{failed} of {attempted} examples in {name} fail"
