@@ -25,10 +25,11 @@ back from the spool (``documents``).
 * **Dead letters** (``DEAD_GROUP``) pass through unchanged: one sink writes all.
 
 Eviction (invariant 4): with an allowed lateness L and every window finite, a group
-drops stored documents older than ``newest - L - reach``, ``newest`` being the
-newest timestamp among its batch's rows (never later than the stream's: a group
-only evicts what no later document can still reach). INF windows keep them, on
-RocksDB's disk.
+drops stored documents older than ``newest - L - reach``: before matching with the
+smallest ``newest`` of its batch's documents, afterwards with the largest
+(``_horizons``; ``newest`` is a document's own timestamp or the stream's newest
+before it, never later than the stream's: a group only evicts what no document
+from then on can still reach). INF windows keep them, on RocksDB's disk.
 
 Hot values (DESIGN.md, load balancing): a value group reports each value with more
 than ``hot_threshold`` documents stored under it (a ``hot`` row); the driver's commit
@@ -214,9 +215,9 @@ class JoinGroups:
         self, queries: JobQueries, stored: StoredDocs, new: list[NewDoc]
     ) -> Iterator[ResultRecord]:
         engine = queries.value
-        horizon = self._horizon(engine, new)
-        if horizon is not None:
-            stored.evict(horizon)
+        horizons = self._horizons(engine, new)
+        if horizons is not None:
+            stored.evict(horizons[0])
         engine.reset_documents(None)
         homes: dict[int, list[str]] = {}  # id(DocState) -> values stored under here
         wanted: set[int] = set()
@@ -240,12 +241,14 @@ class JoinGroups:
                     if record.result_id not in emitted:
                         emitted.add(record.result_id)
                         yield record
-            if not doc.homes or (horizon is not None and doc.state.ts < horizon):
-                continue  # only probes here (a hot value stored under another salt), or too old
+            if not doc.homes:
+                continue  # only probes here (a hot value stored under another salt)
             engine.store(doc.state)
             homes[id(doc.state)] = doc.homes
             strings = sorted({v for v in doc.state.values.values() if v})
             stored.add(StoredDoc(doc.seq, doc.state.ts, doc.homes, strings, doc.data))
+        if horizons is not None:
+            stored.evict(horizons[1])
         engine.reset_documents(None)  # release this batch's documents
 
     @staticmethod
@@ -264,9 +267,9 @@ class JoinGroups:
         self, queries: JobQueries, stored: StoredDocs, new: list[NewDoc]
     ) -> Iterator[ResultRecord]:
         engine = queries.chain
-        horizon = self._horizon(engine, new)
-        if horizon is not None:
-            stored.evict(horizon)
+        horizons = self._horizons(engine, new)
+        if horizons is not None:
+            stored.evict(horizons[0])
         engine.reset_documents(None)
         for entry in stored.docs:
             engine.store(decode(entry.data))
@@ -277,17 +280,25 @@ class JoinGroups:
             yield from engine.process_one(s.stream, s.docid, s.ts, s.xml)
         kept = StoredDocs()
         for state in sorted(engine.docs.values(), key=lambda d: d.seq):
-            if horizon is None or state.ts >= horizon:
+            if horizons is None or state.ts >= horizons[1]:
                 kept.add(StoredDoc(state.seq, state.ts, [], [], encode_state(state)))
         stored.docs, stored.index = kept.docs, {}
         engine.reset_documents(None)
 
-    def _horizon(self, engine: LocalEngine, new: list[NewDoc]) -> int | None:
-        """Stored documents older than this can join no later document (None: keep all)."""
+    def _horizons(self, engine: LocalEngine, new: list[NewDoc]) -> tuple[int, int] | None:
+        """Eviction horizons: (before matching, after the batch); None keeps everything.
+
+        A document with newest timestamp n (its own or the stream's before it) that is
+        not late can only join documents at or after ``n - lateness - reach``. The
+        first bound is the smallest of these over the batch's documents (an early one
+        may still join what a later one cannot); the second, the largest, holds for
+        every later batch too (newest timestamps only grow).
+        """
         reach = engine.reach()
         if self.allowed_lateness is None or reach is None or not new:
             return None
-        return max(d.newest for d in new) - self.allowed_lateness - reach
+        bound = self.allowed_lateness + reach
+        return min(d.newest for d in new) - bound, max(d.newest for d in new) - bound
 
 
 class ExactDocs:
