@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
