@@ -10,6 +10,7 @@ pin rules such as eviction by hand.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ def run_job(
     results: dict[str, dict[str, Any]] = {}
     dead: list[dict[str, Any]] = []
     bounds = sorted({0, end, *(c for c in cuts if 0 < c < end)})
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         records = SpoolReader(work / "spool").read(start, stop)
         batch = pa.RecordBatch.from_pydict(
             {
