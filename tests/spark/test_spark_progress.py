@@ -20,20 +20,26 @@ def test_batch_progress_parses_a_progress_object() -> None:
         {
             "name": "serve",
             "batchId": 4,
-            "numInputRows": 30,
-            "processedRowsPerSecond": 12.5,
+            "numInputRows": 95,  # the job's source: one row per routed copy of a document
+            "processedRowsPerSecond": 39.6,
             "durationMs": {"triggerExecution": 2400},
             "eventTime": {"watermark": "2006-06-01T10:00:00.000Z"},
             "stateOperators": [
                 {"numRowsTotal": 7, "memoryUsedBytes": 100},
                 {"numRowsTotal": 3, "memoryUsedBytes": 50},
             ],
-            "sources": [{"endOffset": '{"offset":40}', "latestOffset": '{"offset":55}'}],
+            "sources": [
+                {
+                    "startOffset": '{"offset":10}',
+                    "endOffset": '{"offset":40}',
+                    "latestOffset": '{"offset":55}',
+                }
+            ],
             "sink": {"numOutputRows": -1},
             "observedMetrics": {"xscl": {"results": 9}},
         }
     )
-    assert (figures.documents, figures.results, figures.lag) == (30, 9, 15)
+    assert (figures.documents, figures.results, figures.lag) == (30, 9, 15)  # 40 - 10 records
     assert (figures.state_rows, figures.state_bytes) == (10, 150)
     assert figures.line() == (
         "[serve] batch 4: 30 docs, 9 results, 12.5 docs/s, 2400 ms, "

@@ -4,10 +4,11 @@
 its listener-bus thread, once per finished micro-batch (and on start/termination),
 asynchronously to the query. It parses the progress JSON into a ``BatchProgress``:
 
-* ``documents``: input rows of the batch (spool records);
+* ``documents``: spool records of the batch (the source's end minus start offset:
+  the job's source emits one row per routed copy of a document, not per record);
 * ``results``: the ``results`` count of the observed metric ``xscl`` when the job
   attached one (``observe_results``), else the sink's row count when it reports one;
-* ``docs_per_s``: Spark's processed rows per second;
+* ``docs_per_s``: documents over the batch's ``triggerExecution`` time;
 * ``watermark``: the event-time watermark (None before any);
 * ``lag``: the spool's committed end minus the batch's end offset, from the
   ``xscl-spool`` source's ``latestOffset`` (its ``reportLatestOffset``);
@@ -78,6 +79,17 @@ def _offset(value: Any) -> int | None:
     return None
 
 
+def _records(sources: list[Mapping[str, Any]]) -> int | None:
+    """Spool records the batch read: end minus start offset, summed (None: not a spool)."""
+    total, known = 0, False
+    for source in sources:
+        start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
+        if end is not None:
+            total += end - (start or 0)
+            known = True
+    return total if known else None
+
+
 def _lag(sources: list[Mapping[str, Any]]) -> int | None:
     total, known = 0, False
     for source in sources:
@@ -139,17 +151,21 @@ class CommittedResults:
 def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
     """Parse one ``StreamingQueryProgress`` JSON object."""
     operators = progress.get("stateOperators") or []
+    sources = list(progress.get("sources") or [])
+    records = _records(sources)
+    documents = int(progress.get("numInputRows") or 0) if records is None else records
+    duration = int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
     return BatchProgress(
         query=str(progress.get("name") or progress.get("id") or "query"),
         batch_id=int(progress.get("batchId", -1)),
-        documents=int(progress.get("numInputRows") or 0),
+        documents=documents,
         results=_results(progress),
-        docs_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
+        docs_per_s=documents * 1000 / duration if duration else 0.0,
         watermark=(progress.get("eventTime") or {}).get("watermark"),
-        lag=_lag(list(progress.get("sources") or [])),
+        lag=_lag(sources),
         state_rows=sum(int(op.get("numRowsTotal") or 0) for op in operators),
         state_bytes=sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
-        duration_ms=int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+        duration_ms=duration,
     )
 
 

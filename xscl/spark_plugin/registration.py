@@ -10,7 +10,9 @@ if TYPE_CHECKING:
 
 def register_data_sources(spark: SparkSession) -> None:
     """Make ``format("xscl-spool")``, ``format("xscl-results")`` and the streaming job's
-    own sink ``format("xscl-job-output")`` available (idempotent)."""
+    own source and sink, ``format("xscl-routed")`` and ``format("xscl-job-output")``,
+    available (idempotent)."""
+    from xscl.spark_plugin.job.routed_source import RoutedDataSource
     from xscl.spark_plugin.job.sink import JobOutputDataSource
     from xscl.spark_plugin.results_sink import ResultsDataSource
     from xscl.spark_plugin.spool_source import SpoolDataSource
@@ -18,3 +20,4 @@ def register_data_sources(spark: SparkSession) -> None:
     spark.dataSource.register(SpoolDataSource)
     spark.dataSource.register(ResultsDataSource)
     spark.dataSource.register(JobOutputDataSource)
+    spark.dataSource.register(RoutedDataSource)

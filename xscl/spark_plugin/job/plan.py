@@ -2,8 +2,8 @@
 
 ::
 
-    xscl-spool (offsets, registry version per batch)          driver plans, executors read
-      -> mapInArrow(RouteTask)       Stage 1, lateness, routing   executors
+    xscl-routed: the spool (offsets, registry version per    driver plans; executors read,
+      batch), Stage 1, lateness, routing (RouteTask)         evaluate and route
       -> groupBy(group).applyInPandasWithState(JoinGroups)      executors, RocksDB state
       -> repartition(query)                                      one task per feed owner
       -> xscl-job-output                                         tasks write; driver commits
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
-from xscl.spark_plugin.job.route_task import INPUT_COLUMNS, ROUTED_DDL, RouteTask
 from xscl.spark_plugin.job.shape import JobShape, settle
 
 #: State store partitions per executor core by default (Spark's shuffle partitions for
@@ -90,28 +89,22 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(shape.state_partitions))
     reader = (
-        spark.readStream.format("xscl-spool")
+        spark.readStream.format("xscl-routed")
         .option("path", plan.spool)
         .option("registry", plan.registry)
         .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
+        .option("buckets", str(shape.buckets))
+        .option("partitions", str(shape.state_partitions))
+        .option("salts", str(shape.salts))
+        .option("hotValues", plan.hot_folder or "")
+        .option(
+            "allowedLatenessMicros",
+            "" if plan.allowed_lateness is None else str(plan.allowed_lateness),
+        )
     )
     if plan.max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(plan.max_records_per_batch))
-    routed = (
-        reader.load()
-        .selectExpr(*INPUT_COLUMNS)
-        .mapInArrow(
-            RouteTask(
-                plan.registry,
-                shape.buckets,
-                plan.allowed_lateness,
-                plan.hot_folder,
-                shape.salts,
-                shape.state_partitions,
-            ),
-            ROUTED_DDL,
-        )
-    )
+    routed = reader.load()
     joined = routed.groupBy("group").applyInPandasWithState(
         JoinGroups(
             plan.registry,
