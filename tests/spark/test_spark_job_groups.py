@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.engine_local.workloads import random_workload
-from xscl.connectors.document import Document, write_envelopes
+from tests.spark.jobkit import reference_by_id
+from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool, SpoolReader
-from xscl.reference import run_batch as reference_run_batch
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
 from xscl.spark_plugin.subscriptions import SubscriptionLog
@@ -94,18 +94,6 @@ def run_job(
     return results, dead
 
 
-def reference(
-    work: Path, text: str, docs: list[Document], lateness: int | None
-) -> dict[str, dict[str, Any]]:
-    source = work / "docs.jsonl"
-    with open(source, "w", encoding="utf-8") as handle:
-        write_envelopes(docs, handle)
-    out = work / "reference.jsonl"
-    reference_run_batch(text, source, out, allowed_lateness_micros=lateness)
-    records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    return {r["result_id"]: r for r in records}
-
-
 def _item(docid: str, seconds: int, value: str) -> Document:
     return Document("S", docid, seconds * 1_000_000, f"<item><a>{value}</a></item>")
 
@@ -118,7 +106,7 @@ def test_an_early_document_of_a_batch_still_joins_what_a_later_one_evicts(
     text = "Q: S//item->i[./a->x] JOIN {x = y, 10s} S//item->j[./a->y];\n"
     docs = [_item("A", 0, "v"), _item("B", 5, "v"), _item("C", 100, "v"), _item("D", 101, "v")]
     got, dead = run_job(tmp_path, text, docs, cuts=[1], lateness=0)
-    expected = reference(tmp_path, text, docs, 0)
+    expected = reference_by_id(tmp_path, text, docs, 0)
     pairs = {tuple(d["docid"] for d in r["docs"]) for r in expected.values()}
     assert pairs == {("A", "B"), ("B", "A"), ("C", "D"), ("D", "C")}
     assert got == expected
@@ -143,4 +131,4 @@ def test_the_join_groups_agree_with_the_reference(
     text, generated = random_workload(seed, queries=5, documents=24, numbers=numbers)
     docs = [Document(d.stream, d.docid, d.ts_micros, d.xml) for d in generated]
     got, _dead = run_job(work, text + ";\n", docs, cuts, lateness)
-    assert got == reference(work, text + ";\n", docs, lateness)
+    assert got == reference_by_id(work, text + ";\n", docs, lateness)

@@ -10,21 +10,18 @@ groups' state).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from xscl.connectors.document import Document, write_envelopes
+from tests.spark.jobkit import committed_by_id, reference_by_id, run_once
+from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.reference import load_queries
-from xscl.reference import run_batch as reference_run_batch
 from xscl.spark_plugin.batch import registry_text
 from xscl.spark_plugin.job.codec import digest
-from xscl.spark_plugin.job.plan import JobPlan, start_job
 from xscl.spark_plugin.job.route_task import hot_values
-from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 pytestmark = pytest.mark.spark
@@ -57,15 +54,7 @@ def test_a_value_shared_by_a_third_of_the_items_is_spread_and_results_are_exact(
     spark: Any, tmp_path: Path
 ) -> None:
     items = _items(60)
-    source = tmp_path / "docs.jsonl"
-    with open(source, "w", encoding="utf-8") as handle:
-        write_envelopes(items, handle)
-    expected_path = tmp_path / "reference.jsonl"
-    reference_run_batch(QUERIES, source, expected_path)
-    expected = {
-        r["result_id"]: r
-        for r in (json.loads(x) for x in expected_path.read_text(encoding="utf-8").splitlines())
-    }
+    expected = reference_by_id(tmp_path, QUERIES, items)
     assert len(expected) > 100  # the hot value joins many pairs
 
     registry = tmp_path / "registry"
@@ -74,27 +63,17 @@ def test_a_value_shared_by_a_third_of_the_items_is_spread_and_results_are_exact(
     )
     with Spool(tmp_path / "spool", sync=False) as spool:
         spool.append(items)
-    plan = JobPlan(
-        spool=str(tmp_path / "spool"),
-        registry=str(registry),
-        output=str(tmp_path / "out"),
-        checkpoint=str(tmp_path / "checkpoint"),
-        name=f"hot_{tmp_path.name}",
+    query = run_once(
+        spark,
+        tmp_path,
+        tmp_path / "spool",
+        registry,
         hot_folder=str(tmp_path / "hot"),
         salts=4,
         hot_threshold=3,
-        state_partitions=2,
-        buckets=16,
         max_records_per_batch=10,
-        once=True,
     )
-    query = start_job(spark, plan)
-    query.awaitTermination()
-    assert query.exception() is None
-    got: dict[str, Any] = {}
-    for record in read_results(tmp_path / "out"):
-        assert record["result_id"] not in got, "a result committed twice"
-        got[record["result_id"]] = record
+    got = committed_by_id(tmp_path / "out")
     assert got == expected
     assert digest("News") in hot_values(str(tmp_path / "hot"))  # groups see value digests
     rows_per_batch = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]

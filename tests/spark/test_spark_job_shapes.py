@@ -25,11 +25,9 @@ from typing import Any
 import pytest
 
 from tests.engine_local.workloads import random_document, random_workload
-from xscl.connectors.document import Document, write_envelopes
+from tests.spark.jobkit import committed_by_id, reference_by_id, run_once
+from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
-from xscl.reference import run_batch as reference_run_batch
-from xscl.spark_plugin.job.plan import JobPlan, start_job
-from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
@@ -58,15 +56,10 @@ def _workload(seed: int) -> tuple[str, list[Document]]:
 
 
 def _expected(tmp_path: Path, text: str, docs: list[Document]) -> dict[str, dict[str, Any]]:
-    source = tmp_path / "docs.jsonl"
-    with open(source, "w", encoding="utf-8") as handle:
-        write_envelopes(docs, handle)
-    out = tmp_path / "reference.jsonl"
-    reference_run_batch(text, source, out, allowed_lateness_micros=LATENESS_MICROS)
-    records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    by_query = {r["query"] for r in records}
+    expected = reference_by_id(tmp_path, text, docs, LATENESS_MICROS)
+    by_query = {r["query"] for r in expected.values()}
     assert {"pub", "reads_pub", "chain3", "scan"} <= by_query, by_query  # all shapes match
-    return {r["result_id"]: r for r in records}
+    return expected
 
 
 def _prepare(tmp_path: Path, text: str, docs: list[Document]) -> Path:
@@ -77,37 +70,22 @@ def _prepare(tmp_path: Path, text: str, docs: list[Document]) -> Path:
     return home
 
 
-def _got(results: Path) -> dict[str, dict[str, Any]]:
-    got: dict[str, dict[str, Any]] = {}
-    for record in read_results(results):
-        assert record["result_id"] not in got, "a result committed twice"
-        got[record["result_id"]] = record
-    return got
-
-
 def test_every_shape_on_local_mode_equals_the_reference(spark: Any, tmp_path: Path) -> None:
     text, docs = _workload(11)
     expected = _expected(tmp_path, text, docs)
     home = _prepare(tmp_path, text, docs)
-    plan = JobPlan(
-        spool=str(home / "spool"),
-        registry=str(home / "registry" / "xscl"),
-        output=str(home / "results" / "xscl"),
-        checkpoint=str(home / "checkpoints" / "xscl"),
-        name=f"shapes_{tmp_path.name}",
+    run_once(
+        spark,
+        home / "results",
+        home / "spool",
+        home / "registry" / "xscl",
         allowed_lateness=LATENESS_MICROS,
-        state_partitions=2,
-        buckets=16,
         max_records_per_batch=7,
-        once=True,
     )
-    query = start_job(spark, plan)
-    query.awaitTermination()
-    assert query.exception() is None
-    assert _got(home / "results" / "xscl") == expected
+    assert committed_by_id(home / "results" / "out") == expected
     dead = [
         json.loads(line)
-        for part in sorted((home / "results" / "xscl" / "deadletters").glob("*.jsonl"))
+        for part in sorted((home / "results" / "out" / "deadletters").glob("*.jsonl"))
         for line in part.read_text(encoding="utf-8").splitlines()
     ]
     assert dead and {d["code"] for d in dead} == {"XSCL-R008"}  # late ones, counted
@@ -128,4 +106,4 @@ def test_every_shape_on_two_executors_equals_the_reference(tmp_path: Path) -> No
         env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert _got(home / "results" / "xscl") == expected
+    assert committed_by_id(home / "results" / "xscl") == expected

@@ -1,4 +1,4 @@
-"""Stage 1 on the executors, and where each document goes next (the ``mapInArrow`` step).
+"""Stage 1 on the executors, and where each document goes next (inside the job's source).
 
 Per spool record, in its partition's offset order:
 
@@ -35,8 +35,8 @@ delivered up to and including this record: the eviction horizon's base), ``versi
 group) and ``line`` (a dead letter's JSON line).
 
 Where it runs: ``RouteTask`` is built on the driver once per query start and pickled
-to executors (it holds strings and integers only); ``__call__`` runs on an executor
-once per partition and attempt.
+to executors (it holds strings and integers only); ``route`` runs on an executor once
+per Arrow batch of records (512 records, ``routed_source``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ ROUTED_SCHEMA = pa.schema(
         ("line", pa.binary()),
     ]
 )
-#: Input columns (the ``xscl-spool`` source's, ts as microseconds).
+#: Input columns of ``route`` (the ``xscl-spool`` source's, ts as microseconds).
 INPUT_COLUMNS = (
     "offset",
     "stream",
@@ -130,7 +130,9 @@ def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> b
 
 
 class RouteTask:
-    """The ``mapInArrow`` function of the job (see the module docstring)."""
+    """Evaluates and routes record batches (see the module docstring); the job's source
+    (``routed_source``) calls ``route`` in its ``read``, and ``__call__`` makes it a
+    ``mapInArrow`` function for a plan over another source."""
 
     def __init__(
         self,
