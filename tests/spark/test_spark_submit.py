@@ -129,3 +129,30 @@ def test_spark_submit_with_the_built_wheel(tmp_path: Path) -> None:
     assert "Py4J" not in output
     expected = _records(EXAMPLE / "expected-results.jsonl")
     assert _by_id(_records(tmp_path / "out.jsonl")) == _by_id(expected)
+
+
+@pytest.mark.slow
+def test_a_caught_up_once_run_ends_cleanly(tmp_path: Path) -> None:
+    """A second ``--once`` over a spool the job has finished reads nothing, says so, and
+    exits without Spark calling back into a Python process that is going away."""
+    home = tmp_path / "home"
+    with Spool(home / "spool", sync=False) as writer:
+        writer.append(_example_docs())
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
+    try:
+        env["JAVA_HOME"] = str(find_java_home())
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    command = [sys.executable, "-m", "xscl.spark_plugin.submit", "--home", str(home), "--once"]
+    first = [*command, "--queries", str(EXAMPLE / "queries.xscl")]
+    outputs = []
+    for argv in (first, command):
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+        )
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, outputs[-1][-3000:]
+    assert "6 documents read this run; 5 results in total" in outputs[0]
+    assert "0 documents read this run; 5 results in total" in outputs[1]
+    for output in outputs:
+        assert "Py4J" not in output and "Traceback" not in output, output[-3000:]

@@ -197,6 +197,8 @@ class ProgressPrinter(StreamingQueryListener):
         self.results = results
         self.batches: deque[BatchProgress] = deque(maxlen=keep)
         self._changed = threading.Condition()
+        #: set once Spark delivered the query's termination (events are asynchronous)
+        self.terminated = threading.Event()
 
     def onQueryStarted(self, event: Any) -> None:
         """A query started (driver, listener thread, once per start)."""
@@ -223,6 +225,7 @@ class ProgressPrinter(StreamingQueryListener):
         """A query stopped (driver, listener thread, once per query)."""
         if self.emit is not None and event.exception:
             self.emit(f"query {event.id} failed: {event.exception}")
+        self.terminated.set()
 
     def wait_for(self, batches: int, timeout: float) -> bool:
         """Block until at least ``batches`` progress events arrived (events are async)."""

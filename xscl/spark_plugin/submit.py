@@ -174,19 +174,22 @@ def run_job(args: argparse.Namespace) -> JobReport:
 
 
 def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0) -> None:
-    """Wait for the last batch's progress event (they are asynchronous), then detach.
+    """Wait for the last batch's progress event and for the query's termination event
+    (both are delivered asynchronously), then detach the listener.
 
     Without this the process may exit while Spark still calls the listener, which
-    logs Py4J errors and loses the last progress line.
+    logs Py4J errors and loses the last progress line. A caught-up run has no batch
+    with documents, so it only waits for the termination event (milliseconds).
     """
+    deadline = time.monotonic() + timeout
     last = query.lastProgress
     if last is not None and int(last.get("numInputRows") or 0) > 0:
         batch_id = int(last["batchId"])
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if any(b.batch_id >= batch_id for b in list(printer.batches)):
                 break
             time.sleep(0.1)
+    printer.terminated.wait(max(0.0, min(10.0, deadline - time.monotonic())))
     spark.streams.removeListener(printer)
 
 
