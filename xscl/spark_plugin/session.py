@@ -95,8 +95,8 @@ class XsclHome:
 
     @property
     def state(self) -> Path:
-        """``state/NAME``: each job's join state (``join_state.py``; ``engine_snapshot.py``
-        with ``--join-state memory``)."""
+        """``state/NAME``: each job's own files beside its checkpoint (the values found
+        hot, ``job/route_task.py``); the join state is Spark's, under ``checkpoints``."""
         return self.root / "state"
 
     @property
