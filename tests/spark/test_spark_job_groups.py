@@ -1,7 +1,7 @@
 """The executor half of the job without Spark: ``RouteTask`` and ``JoinGroups`` driven by hand.
 
-Each micro-batch's spool records go through ``RouteTask.route`` (Stage 1, lateness,
-routing), the routed rows are grouped by key and handed to ``JoinGroups`` with an
+Each micro-batch's spool records go through the job's source (``RoutedStreamReader.read``:
+Stage 1, lateness, routing), the routed rows are grouped by key and handed to ``JoinGroups`` with an
 in-memory stand-in for Spark's ``GroupState`` — what ``applyInPandasWithState`` does,
 minus Spark. This makes the join groups cheap enough to check against the reference
 on many generated workloads, batch cuts and lateness settings (Hypothesis), and to
@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 from tests.engine_local.workloads import random_workload
 from tests.spark.jobkit import reference_by_id
 from xscl.connectors.document import Document
-from xscl.connectors.spool import Spool, SpoolReader
+from xscl.connectors.spool import Spool
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
+from xscl.spark_plugin.job.routed_source import RoutedStreamReader
+from xscl.spark_plugin.spool_source import SpoolOptions, SpoolRange
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 
@@ -62,25 +64,14 @@ def run_job(
         spool.append(docs)
         end = spool.next_offset()
     route = RouteTask(str(registry), 8, lateness, None, 1, 3)
+    source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
     groups = JoinGroups(str(registry), str(work / "spool"), lateness)
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
     dead: list[dict[str, Any]] = []
     bounds = sorted({0, end, *(c for c in cuts if 0 < c < end)})
     for start, stop in itertools.pairwise(bounds):
-        records = SpoolReader(work / "spool").read(start, stop)
-        batch = pa.RecordBatch.from_pydict(
-            {
-                "offset": [o for o, _ in records],
-                "stream": [d.stream for _, d in records],
-                "docid": [d.docid for _, d in records],
-                "ts": [d.ts_micros for _, d in records],
-                "xml": [d.xml for _, d in records],
-                "newest_before": [d.newest_before for _, d in records],
-                "version": [1] * len(records),
-            }
-        )
-        routed = route.route(batch).to_pandas()
+        routed = pa.Table.from_batches(list(source.read(SpoolRange(start, stop, 1)))).to_pandas()
         for key, rows in routed.groupby("group", sort=True):
             state = states.setdefault(int(key), MemoryState())
             for out in groups((int(key),), iter([rows.reset_index(drop=True)]), state):

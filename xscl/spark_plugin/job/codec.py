@@ -91,8 +91,3 @@ def encode_state(doc: DocState) -> bytes:
     )
     return encode(doc.stream, doc.docid, doc.ts, doc.xml, doc.seq, rows)
 
-
-def header(data: bytes) -> tuple[int, int]:
-    """``(ts, seq)`` of encoded bytes (eviction reads no more)."""
-    _stream, _docid, ts, _xml, seq, *_ = marshal.loads(data)
-    return int(ts), int(seq)

@@ -71,12 +71,21 @@ class JobQueries:
     chain: LocalEngine = field(default_factory=LocalEngine)
     #: query id -> "value" | "chain"
     engine_of: dict[str, str] = field(default_factory=dict)
+    #: ``routing()`` of this version, None until asked (an event clears it)
+    _routing: tuple[frozenset[int], frozenset[str]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.value.shapes = self.shapes
         self.chain.shapes = self.shapes
 
     # ------------------------------------------------------------- what tasks ask
+    def routing(self) -> tuple[frozenset[int], frozenset[str]]:
+        """``(owner_vars(), chain_streams())``, computed once per version (Stage 1 tasks
+        ask for every document)."""
+        if self._routing is None:
+            self._routing = (self.owner_vars(), self.chain_streams())
+        return self._routing
+
     def owner_vars(self) -> frozenset[int]:
         """Value-engine var ids at an owner edge of some query: the values a document is
         routed by (a match is placed by its owner edge's value)."""
@@ -104,6 +113,7 @@ class JobQueries:
         """Apply registry event ``version``, which took effect at spool ``offset``."""
         before = dict(self.queries)
         apply_event(self.queries, log.event(version))
+        self._routing = None
         since = offset * SEQ_STRIDE
         for qid in before.keys() - self.queries.keys():
             self._remove(qid)

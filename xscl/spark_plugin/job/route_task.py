@@ -36,14 +36,13 @@ group) and ``line`` (a dead letter's JSON line).
 
 Where it runs: ``RouteTask`` is built on the driver once per query start and pickled
 to executors (it holds strings and integers only); ``route`` runs on an executor once
-per Arrow batch of records (512 records, ``routed_source``).
+per Arrow batch of records (``spool_source.ARROW_BATCH_ROWS``, in ``routed_source``).
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,18 +74,6 @@ ROUTED_SCHEMA = pa.schema(
         ("line", pa.binary()),
     ]
 )
-#: Input columns of ``route`` (the ``xscl-spool`` source's, ts as microseconds).
-INPUT_COLUMNS = (
-    "offset",
-    "stream",
-    "docid",
-    "unix_micros(ts) AS ts",
-    "xml",
-    "newest_before",
-    "version",
-)
-
-
 def value_bucket(value: str, buckets: int) -> int:
     """The join group of a string value (stable across processes and runs).
 
@@ -131,8 +118,7 @@ def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> b
 
 class RouteTask:
     """Evaluates and routes record batches (see the module docstring); the job's source
-    (``routed_source``) calls ``route`` in its ``read``, and ``__call__`` makes it a
-    ``mapInArrow`` function for a plan over another source."""
+    (``routed_source``) calls ``route`` in its ``read``."""
 
     def __init__(
         self,
@@ -151,15 +137,14 @@ class RouteTask:
         self.hot_folder = hot_folder
         self.salts = salts
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Routed rows of one partition's records (executor, once per partition)."""
-        hot = hot_values(self.hot_folder) if self.hot_folder and self.salts > 1 else frozenset()
-        for batch in batches:
-            yield self.route(batch, hot)
-
     def route(self, batch: pa.RecordBatch, hot: frozenset[str] = frozenset()) -> pa.RecordBatch:
-        """Evaluate and route every record of ``batch`` (executor)."""
+        """Evaluate and route every record of ``batch`` (executor).
+
+        ``batch``: the ``xscl-spool`` source's columns, ``ts`` as integer microseconds.
+        ``hot``: the job's hot values (``hot_values``), read once per task by the caller.
+        """
         out: list[list[Any]] = [[] for _ in ROUTED_SCHEMA]
+        placed = group_keys(self.buckets, self.partitions)
         names = ("offset", "stream", "docid", "ts", "xml", "newest_before", "version")
         columns = [batch.column(n).to_pylist() for n in names]
         lateness = self.allowed_lateness
@@ -178,7 +163,7 @@ class RouteTask:
                 _emit(out, DEAD_GROUP, key, None, [], line)
                 continue
             rows = digest_rows(rows)  # the groups join on digests (``codec``)
-            owners = _owner_vars(queries)
+            owners, chain_streams = queries.routing()
             homes: dict[int, list[str]] = {}
             values = dict(rows.values)
             routed: set[str] = set()
@@ -196,11 +181,10 @@ class RouteTask:
                             found.append(value)
                 else:
                     homes.setdefault(value_bucket(value, self.buckets), []).append(value)
-            chain = stream in _chain_streams(queries)
+            chain = stream in chain_streams
             if not homes and not chain:
                 continue
             data = encode(stream, docid, ts, "", key[0], rows)  # XML: from the spool
-            placed = group_keys(self.buckets, self.partitions)
             for bucket, stored in sorted(homes.items()):
                 _emit(out, placed[bucket], key, data, stored, None)
             if chain:
@@ -220,25 +204,3 @@ def _emit(
     """Append one routed row (``key``: seq, ts, newest, version) to the output columns."""
     for column, value in zip(out, (group, *key, doc, homes, line), strict=True):
         column.append(value)
-
-
-#: Per worker: (registry version object id) -> derived routing sets
-_derived: dict[int, tuple[int, frozenset[int], frozenset[str]]] = {}
-
-
-def _owner_vars(queries: Any) -> frozenset[int]:
-    return _routing(queries)[1]
-
-
-def _chain_streams(queries: Any) -> frozenset[str]:
-    return _routing(queries)[2]
-
-
-def _routing(queries: Any) -> tuple[int, frozenset[int], frozenset[str]]:
-    """The routing sets of a ``JobQueries``, computed once per version (executor)."""
-    known = _derived.get(id(queries))
-    if known is None or known[0] != queries.version:
-        known = (queries.version, queries.owner_vars(), queries.chain_streams())
-        _derived.clear()
-        _derived[id(queries)] = known
-    return known

@@ -32,11 +32,10 @@ from xscl.spark_plugin.spool_source import (
     SpoolOptions,
     SpoolRange,
     SpoolStreamReader,
+    read_range,
 )
 
 FORMAT_NAME = "xscl-routed"
-#: Records per routed Arrow batch.
-BATCH_ROWS = 512
 
 
 class RoutedDataSource(SpoolDataSource):
@@ -74,9 +73,6 @@ class RoutedStreamReader(SpoolStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Routed rows of one range (executor, once per partition and attempt)."""
-        from xscl.connectors.spool import SpoolReader
-        from xscl.spark_plugin.errors import SpoolReadError
-
         assert isinstance(partition, SpoolRange)
         task = self.task
         hot = (
@@ -84,27 +80,11 @@ class RoutedStreamReader(SpoolStreamReader):
             if task.hot_folder is not None and task.salts > 1
             else frozenset()
         )
-        reader = SpoolReader(self.options.path)
-        columns: dict[str, list[Any]] = {name: [] for name in _INPUT}
-        expected = partition.start
-        for offset, doc in reader.iter_range(partition.start, partition.end):
-            if offset != expected:
-                raise SpoolReadError(f"spool {self.options.path}: offset {expected} missing")
-            expected += 1
-            values = (offset, doc.stream, doc.docid, doc.ts_micros, doc.xml)
-            for name, value in zip(_INPUT[:5], values, strict=True):
-                columns[name].append(value)
-            columns["newest_before"].append(doc.newest_before)
-            columns["version"].append(partition.version)
-            if len(columns["offset"]) >= BATCH_ROWS:
-                yield task.route(pa.RecordBatch.from_pydict(columns), hot)
-                columns = {name: [] for name in _INPUT}
-        if expected != partition.end:
-            raise SpoolReadError(
-                f"spool {self.options.path}: records {expected}..{partition.end - 1} are missing"
-            )
-        if columns["offset"]:
-            yield task.route(pa.RecordBatch.from_pydict(columns), hot)
-
-
-_INPUT = ("offset", "stream", "docid", "ts", "xml", "newest_before", "version")
+        batches = read_range(self.options.path, partition.start, partition.end, partition.version)
+        for batch in batches:
+            # ``route`` takes ts as UTC microseconds (the source's column is a timestamp)
+            columns = [
+                column.cast(pa.int64()) if name == "ts" else column
+                for name, column in zip(batch.schema.names, batch.columns, strict=True)
+            ]
+            yield task.route(pa.RecordBatch.from_arrays(columns, names=batch.schema.names), hot)
