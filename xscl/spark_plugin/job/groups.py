@@ -278,11 +278,12 @@ class JoinGroups:
             s = doc.state
             fill_xml(self.spool, (s,))
             yield from engine.process_one(s.stream, s.docid, s.ts, s.xml)
-        kept = StoredDocs()
+        known = {entry.seq for entry in stored.docs}  # kept as they are, bytes and all
         for state in sorted(engine.docs.values(), key=lambda d: d.seq):
-            if horizons is None or state.ts >= horizons[1]:
-                kept.add(StoredDoc(state.seq, state.ts, [], [], encode_state(state)))
-        stored.docs, stored.index = kept.docs, {}
+            if state.seq not in known:  # this batch's documents and what they published
+                stored.add(StoredDoc(state.seq, state.ts, [], [], encode_state(state)))
+        if horizons is not None:
+            stored.evict(horizons[1])
         engine.reset_documents(None)
 
     def _horizons(self, engine: LocalEngine, new: list[NewDoc]) -> tuple[int, int] | None:
