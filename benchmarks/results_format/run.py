@@ -23,7 +23,6 @@ task), timed the same way.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -39,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark_rss"))
 import workload  # benchmarks/spark_rss/workload.py
 
 from xscl.cli.common import load_queries
+from xscl.connectors.durable import write_synced
 from xscl.engine import LocalEngine, ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.spark_plugin import results_parquet
@@ -97,10 +97,7 @@ class _StagedLines:
         if self.lines:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.path = self.folder / f"{uuid.uuid4().hex}.jsonl"
-            with open(self.path, "wb") as handle:
-                handle.write(b"".join(self.lines))
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_synced(self.path, b"".join(self.lines))
 
     def part(self) -> StagedPart | None:
         return None if self.path is None else StagedPart(0, str(self.path), len(self.lines))

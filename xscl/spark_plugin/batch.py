@@ -131,14 +131,14 @@ def run_batch(
 
 def registry_text(queries: Sequence[Query]) -> str:
     """One query file holding ``queries`` under their own ids (for a registry event)."""
-    from xscl.lang.printer import format_query
+    from xscl.lang.ast import QueryFile
+    from xscl.lang.printer import format_file
 
     declared: dict[str, str] = {}
     for query in queries:
         declared.update(query.namespaces)
-    lines = [f'DECLARE NAMESPACE {p} = "{uri}";' for p, uri in declared.items()]
-    lines.extend(format_query(replace(q, explicit_id=True)) + ";" for q in queries)
-    return "\n".join(lines) + "\n"
+    labelled = tuple(replace(q, explicit_id=True) for q in queries)
+    return format_file(QueryFile(tuple(declared.items()), labelled))
 
 
 @contextmanager

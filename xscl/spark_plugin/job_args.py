@@ -11,6 +11,10 @@ import argparse
 DEFAULT_NAME = "xscl"
 #: Default number of newest entries kept in each query's Atom feed.
 DEFAULT_FEED_ENTRIES = 200
+#: Default number of join groups a hot value's documents are spread over.
+DEFAULT_HOT_SALTS = 8
+#: Default number of documents stored under one value in one group that make it hot.
+DEFAULT_HOT_THRESHOLD = 500
 #: Formats of the committed result part files (``--results-format``).
 RESULTS_FORMATS = ("jsonl", "parquet")
 
@@ -82,7 +86,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hot-salts",
         type=int,
-        default=8,
+        default=DEFAULT_HOT_SALTS,
         metavar="S",
         help="a hot string value (a category, a prolific author) is spread over S join "
         "groups once a group stores more than --hot-threshold documents under it; 1 never "
@@ -91,7 +95,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hot-threshold",
         type=int,
-        default=500,
+        default=DEFAULT_HOT_THRESHOLD,
         metavar="N",
         help="documents stored under one value in one join group that make it hot "
         "(default %(default)s)",

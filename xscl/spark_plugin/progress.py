@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from xscl.spark_plugin.results_sink import COMMITS
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -125,7 +127,7 @@ class CommittedResults:
 
     def marker(self, batch_id: int) -> dict[str, Any] | None:
         """The batch's commit marker, None before it is committed."""
-        path = self.output / "_commits" / f"{batch_id:020d}.json"
+        path = self.output / COMMITS / f"{batch_id:020d}.json"
         try:
             body = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -25,6 +25,11 @@ from typing import Any
 
 from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
 from xscl.spark_plugin.job.shape import JobShape, settle
+from xscl.spark_plugin.job_args import (
+    DEFAULT_FEED_ENTRIES,
+    DEFAULT_HOT_SALTS,
+    DEFAULT_HOT_THRESHOLD,
+)
 
 #: State store partitions per executor core by default (Spark's shuffle partitions for
 #: the job): 2 kept both cores of ``local[2]`` busy at the least per-batch cost measured
@@ -33,10 +38,6 @@ PARTITIONS_PER_CORE = 2
 #: Value groups per state partition by default: each group costs a Python call per
 #: batch, so fewer, larger groups were faster (16 groups: 1,193 items/s, 256: 677).
 GROUPS_PER_PARTITION = 4
-#: Default number of groups a hot value's documents are spread over.
-DEFAULT_SALTS = 8
-#: Default number of documents stored under one value in one group that make it hot.
-DEFAULT_HOT_THRESHOLD = 500
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class JobPlan:
     name: str
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
-    feed_entries: int = 200
+    feed_entries: int = DEFAULT_FEED_ENTRIES
     #: None: ``PARTITIONS_PER_CORE`` per executor core, at the job's first start
     state_partitions: int | None = None
     #: None: ``GROUPS_PER_PARTITION`` per state partition, at the job's first start
@@ -58,7 +59,7 @@ class JobPlan:
     #: where the values found hot are recorded (None: hot values are not spread)
     hot_folder: str | None = None
     #: how many groups a hot value is spread over
-    salts: int = DEFAULT_SALTS
+    salts: int = DEFAULT_HOT_SALTS
     #: stored documents under one value in one group that make it hot
     hot_threshold: int = DEFAULT_HOT_THRESHOLD
     max_records_per_batch: int | None = None

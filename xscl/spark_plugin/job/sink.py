@@ -40,11 +40,12 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from xscl.connectors.document import parse_ts
-from xscl.connectors.durable import fsync_dir, write_atomically
+from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.spark_plugin.atom import AtomFeedWriter
 from xscl.spark_plugin.errors import DataSourceOptionError
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
+    COMMITS,
     STAGING,
     StagedPart,
     commit_batch,
@@ -180,7 +181,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         """Dead letters into place, then the results under the batch's marker (driver)."""
         name = f"{batchId:020d}"
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
-        marker = Path(self.path) / "_commits" / f"{name}.json"
+        marker = Path(self.path) / COMMITS / f"{name}.json"
         self._record_hot(name, outputs)
         if not marker.exists():
             folder = Path(self.path) / DEAD_LETTERS
@@ -251,11 +252,9 @@ def _keep_newest(
 
 
 def _stage_bytes(staging: Path, data: bytes, suffix: str) -> str:
+    """A new staging file holding ``data``, fsync-ed; its path."""
     target = staging / f"{uuid.uuid4().hex}{suffix}"
-    with open(target, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    write_synced(target, data)
     return str(target)
 
 
