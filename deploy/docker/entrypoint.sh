@@ -25,6 +25,7 @@ case "$role" in
     done < <(compgen -v SPARK_JAVA_OPT_ | sort -t_ -k4 -n)
     classpath="$SPARK_HOME/jars/*"
     [ -n "${SPARK_CONF_DIR:-}" ] && classpath="$SPARK_CONF_DIR:$classpath"
+    [ -n "${HADOOP_CONF_DIR:-}" ] && classpath="$HADOOP_CONF_DIR:$classpath"
     [ -n "${SPARK_CLASSPATH:-}" ] && classpath="$classpath:$SPARK_CLASSPATH"
     exec "$JAVA_HOME/bin/java" "${java_opts[@]}" \
       "-Xms$SPARK_EXECUTOR_MEMORY" "-Xmx$SPARK_EXECUTOR_MEMORY" \

@@ -182,6 +182,14 @@ def test_the_dockerignore_lets_through_exactly_what_is_copied() -> None:
     assert any(fnmatch.fnmatch("xscl/lang/__pycache__", p.replace("**/", "*/")) for p in patterns)
 
 
+def test_the_documented_build_command_is_the_dockerfiles() -> None:
+    """README and the Dockerfile's header say the same `docker build`: from the repository
+    root (the context the COPY steps and Dockerfile.dockerignore are written for)."""
+    command = re.compile(r"docker build -f deploy/docker/Dockerfile -t \S+ \.$", re.MULTILINE)
+    assert command.search(DOCKERFILE.read_text())
+    assert command.search((ROOT / "README.md").read_text())
+
+
 # ---- the entry point, run with stand-ins --------------------------------------------------
 
 

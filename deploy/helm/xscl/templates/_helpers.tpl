@@ -130,7 +130,8 @@ one per line of a YAML list. Unset values leave xscl's own defaults.
 {{/*
 Spark properties of the job in both modes (spark-defaults.conf, or the SparkApplication's
 sparkConf). The Role lists only the verbs these settings need: the driver does not delete
-services or claims at its end (it created none), and reuses no claims.
+services or claims at its end and reuses no claims (in mode spark it creates neither; in mode
+operator its Service is owned by the driver pod and goes with it).
 */}}
 {{- define "xscl.sparkConf" -}}
 {{- $conf := dict
