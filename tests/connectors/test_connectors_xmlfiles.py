@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, parse_ts
-from xscl.connectors.errors import DeadLetter
 from xscl.connectors.xmlfiles import XmlFileOptions, iter_xml_files
 
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xscl.errors import XsclError
 from xscl.lang.ast import UNIT_MICROS, Query
-from xscl.lang.errors import XsclError
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
 

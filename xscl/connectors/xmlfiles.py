@@ -26,16 +26,16 @@ from pathlib import Path
 
 from lxml import etree
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, check_stream_name, parse_ts
-from xscl.connectors.errors import (
+from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES, local_name, safe_parser
+from xscl.errors import (
     ConnectorError,
-    DeadLetter,
     DocumentTooLargeError,
     RecordPathError,
     TimestampError,
     XmlFileError,
 )
-from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES, local_name, safe_parser
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import read_numbered_envelope_file
 from xscl.connectors.durable import write_lines_atomically
-from xscl.connectors.errors import DeadLetter
 from xscl.connectors.spool import Spool
 from xscl.engine.batch import BatchSummary, deadletter_path_for
+from xscl.errors import SparkBatchError
 from xscl.lang.ast import Query
-from xscl.spark_plugin.errors import SparkBatchError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xscl.connectors.durable import write_atomically
-from xscl.connectors.errors import ConnectorIOError
 from xscl.connectors.spool import read_head
-from xscl.spark_plugin.errors import JavaNotFoundError
+from xscl.errors import ConnectorIOError, JavaNotFoundError, SubscriptionError
 from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults
 from xscl.spark_plugin.results_sink import count_results, read_results
-from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
+from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 if TYPE_CHECKING:
     from xscl.spark_plugin.session import XsclHome

@@ -2,10 +2,11 @@
 
 Public API: :class:`Stage1` (register definitions, state requirements,
 evaluate documents), the witness relations of :mod:`xscl.xpath.witness`,
-safe parsing limits and the stable error codes of :mod:`xscl.xpath.errors`.
+safe parsing limits; its errors (``Stage1Error``, codes ``XSCL-X0xx``) are in
+:mod:`xscl.errors`.
 """
 
-from xscl.xpath.errors import Stage1Error
+from xscl.errors import Stage1Error
 from xscl.xpath.safe_parse import ParseLimits, parse_document
 from xscl.xpath.stage1 import Document, Stage1, Stage1Spec
 from xscl.xpath.witness import (

@@ -23,9 +23,9 @@ from unicodedata import normalize as nfc
 
 from lxml import etree
 
+from xscl.errors import XmlDocumentError
 from xscl.xpath.automaton import Automaton, BindPlan, State
 from xscl.xpath.emission import Emission, FixedPairs, PairSpec, int_array
-from xscl.xpath.errors import TOO_DEEP, Stage1Error
 from xscl.xpath.nodes import (
     AttributeNode,
     TextNode,
@@ -53,7 +53,7 @@ def walk_checks_only(root: etree._Element, max_depth: int) -> None:
         parent = element.getparent()
         level = 1 if parent is None else depth[parent] + 1
         if level > max_depth:
-            raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+            raise XmlDocumentError.from_code("XSCL-X003", f"nesting deeper than {max_depth}")
         depth[element] = level
 
 
@@ -136,7 +136,9 @@ class DocumentRun:
                 raise entity_error(element)  # only entity references reach here
             if path:
                 if len(path) >= max_depth:
-                    raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+                    raise XmlDocumentError.from_code(
+                        "XSCL-X003", f"nesting deeper than {max_depth}"
+                    )
                 parent_index = path[-1]
                 source = states[parent_index]
             else:

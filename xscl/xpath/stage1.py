@@ -19,12 +19,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xscl.errors import Stage1Error
 from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Step
 from xscl.lang.normal_form.model import VarDef
 from xscl.xpath.automaton import Automaton, TrieNode
 from xscl.xpath.document_run import DocumentRun, walk_checks_only
 from xscl.xpath.emission import NO_EMISSION, Emission, PairSpec, fixed_distance
-from xscl.xpath.errors import BAD_DEFINITION, BAD_EDGE, TOO_DEEP, Stage1Error
 from xscl.xpath.functions import check_function
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import ParseLimits, parse_document
@@ -66,7 +66,7 @@ class _Registration:
 def _check_filter_only(steps: tuple[Step, ...]) -> None:
     for step in steps:
         if step.var is not None:
-            raise Stage1Error(BAD_DEFINITION, f"definition binds variable {step.var!r}")
+            raise Stage1Error.from_code("XSCL-X010", f"definition binds variable {step.var!r}")
         _check_predicates(step.predicates)
 
 
@@ -227,7 +227,9 @@ class Stage1:
             or c_steps[: len(p_steps)] != p_steps
             or len(c_steps) <= len(p_steps)
         ):
-            raise Stage1Error(BAD_EDGE, f"({parent_id}, {child_id}) is not a pattern edge")
+            raise Stage1Error.from_code(
+                "XSCL-X011", f"({parent_id}, {child_id}) is not a pattern edge"
+            )
         chain = tuple(child.node.chain_from(parent.node)) if p_steps else (child.node,)
         self._pairs[(parent_id, child_id)] = PairSpec(
             parent_id,
@@ -307,8 +309,8 @@ class Stage1:
                 self.counters[exc.code] += 1
             except RecursionError as exc:  # pragma: no cover - defensive: deep predicates
                 builder.rollback(mark)
-                builder.errors.append(DocumentError(stream, docid, ts, TOO_DEEP, str(exc)))
-                self.counters[TOO_DEEP] += 1
+                builder.errors.append(DocumentError(stream, docid, ts, "XSCL-X003", str(exc)))
+                self.counters["XSCL-X003"] += 1
         return builder.build()
 
     def _evaluate_into(

@@ -33,8 +33,8 @@ import re
 from collections.abc import Mapping
 from urllib.parse import quote, unquote
 
+from xscl.errors import XsclValidationError
 from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Query, Step
-from xscl.lang.errors import XsclValidationError
 from xscl.lang.normal_form.paths import (
     PathRewrite,
     map_predicate_paths,
@@ -83,7 +83,7 @@ def _qualify_step(step: Step, bound: Mapping[str, str], qid: str, rewrite: PathR
     if test.prefix is not None and not test.prefix.startswith("{"):
         uri = bound.get(test.prefix)
         if uri is None:
-            raise XsclValidationError(
+            raise XsclValidationError.from_code(
                 "XSCL-V008",
                 f"unknown namespace prefix {test.prefix!r}",
                 qid=qid,

@@ -41,8 +41,8 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.document import parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
+from xscl.errors import DataSourceOptionError
 from xscl.spark_plugin.atom import AtomFeedWriter
-from xscl.spark_plugin.errors import DataSourceOptionError
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
     COMMITS,
