@@ -415,9 +415,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-P007": ErrorCode(XsclSyntaxError, "DECLARE NAMESPACE after the first query"),
     "XSCL-P008": ErrorCode(XsclSyntaxError, "empty query between two ';'"),
     "XSCL-P009": ErrorCode(XsclSyntaxError, "the file holds no query"),
-    "XSCL-P010": ErrorCode(
-        XsclSyntaxError, "reserved keyword used as a stream or variable name"
-    ),
+    "XSCL-P010": ErrorCode(XsclSyntaxError, "reserved keyword used as a stream or variable name"),
     "XSCL-P011": ErrorCode(
         XsclSyntaxError, "invalid function predicate (unbalanced brackets or quotes)"
     ),
