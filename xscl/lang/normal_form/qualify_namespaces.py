@@ -13,15 +13,14 @@ namespaces; a variable's canonical identity (spec 3.5) must follow the URI.
   String literals and comments are left untouched; prefixes that the query does
   not declare (``fn:``, ``xs:``) are left as they are.
 
-Before (with ``DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";``)::
-
-    S//a:entry[contains(a:title, 'x')]
-
-After::
-
-    Step('//', NodeTest('element', 'entry', '{http://www.w3.org/2005/Atom}'),
-         predicates=(FunctionPredicate(
-             '(:xmlns n0="http://www.w3.org/2005/Atom":) contains(n0:title, \\'x\\')'),))
+>>> from xscl.lang.parser import parse_query
+>>> atom = (("a", "http://www.w3.org/2005/Atom"),)
+>>> query = parse_query('S//a:entry[contains(a:title, "x")]', namespaces=atom)
+>>> step = qualify_namespaces(query).blocks[0].steps[0]
+>>> step.test.prefix
+'{http://www.w3.org/2005/Atom}'
+>>> step.predicates[0].expression
+'(:xmlns n0="http://www.w3.org/2005/Atom":) contains(n0:title, "x")'
 
 A prefix the query does not declare raises ``XsclValidationError`` XSCL-V008
 (``xscl.lang.validation`` reports it with its position before this rule runs).
