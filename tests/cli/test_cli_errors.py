@@ -456,3 +456,27 @@ def test_spark_batch_numbers_dead_letters_by_file_line(tmp_path: Path) -> None:
     assert [(line, json.loads(text)["line"]) for line, text in spooled.dead] == [(3, 3), (6, 6)]
     assert spooled.line_of_offset == {0: 1, 1: 4}
     assert spooled.dropped == 1
+
+
+@pytest.mark.parametrize(
+    "command", ["check", "explain", "run", "poll", "serve", "subscribe", "unsubscribe", "subscriptions"]
+)
+def test_every_option_in_help_says_what_it_does(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each option of the command's parser has a description (``serve`` had bare ones)."""
+    import argparse
+
+    from xscl.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = [a for a in sub.choices[command]._actions if a.option_strings]
+    assert actions
+    bare = [a.option_strings[0] for a in actions if not a.help or a.help == argparse.SUPPRESS]
+    assert bare == []
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert all(action.option_strings[-1] in shown for action in actions)

@@ -47,17 +47,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
         epilog=(
             "engines: reference = the brute-force oracle (each query alone, straight from "
-            "the spec); local = the shared in-process engine (Stage 1 automaton + query "
+            "docs/language.md); local = the shared in-process engine (Stage 1 automaton + query "
             "templates); spark = the streaming job run once (availableNow) over a temporary "
             "spool, reusing an active SparkSession or starting a local one.\n"
             "example: xscl run --queries examples/thesis/queries.xscl "
             "--input examples/thesis/documents.jsonl --output /tmp/results.jsonl"
         ),
     )
-    parser.add_argument("--queries", required=True, metavar="FILE.xscl")
-    parser.add_argument("--input", required=True, metavar="DOCS.jsonl")
-    parser.add_argument("--output", required=True, metavar="RESULTS.jsonl")
-    parser.add_argument("--engine", choices=sorted(ENGINES), default="local")
+    parser.add_argument(
+        "--queries", required=True, metavar="FILE.xscl", help="the query file (docs/language.md)"
+    )
+    parser.add_argument(
+        "--input", required=True, metavar="DOCS.jsonl", help="document envelopes, one per line"
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="RESULTS.jsonl",
+        help="the result set, one JSON record per line (written atomically)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default="local",
+        help="which engine evaluates the queries (default %(default)s; see below)",
+    )
     parser.add_argument(
         "--allowed-lateness",
         metavar="DURATION",
