@@ -458,9 +458,10 @@ def test_spark_batch_numbers_dead_letters_by_file_line(tmp_path: Path) -> None:
     assert spooled.dropped == 1
 
 
-@pytest.mark.parametrize(
-    "command", ["check", "explain", "run", "poll", "serve", "subscribe", "unsubscribe", "subscriptions"]
-)
+COMMANDS = ["check", "explain", "run", "poll", "serve", "subscribe", "unsubscribe", "subscriptions"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_every_option_in_help_says_what_it_does(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
