@@ -62,6 +62,9 @@ def parse_duration(text: str) -> int:
 
 # -- paths a command writes: say why not before the work, in one line -----------------
 
+#: What to do about an ``--output`` that cannot be written.
+OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
+
 
 def unwritable_folder(folder: str | Path) -> str | None:
     """Why files cannot be created in ``folder`` (made if missing); None when they can.

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from xscl.cli.common import (
+    OUTPUT_ADVICE,
     load_queries,
     os_error_reason,
     parse_duration,
     print_errors,
     unwritable_file,
 )
-
-_OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
 
 #: Engine name -> module exposing ``run_batch(queries, input_path, output_path, *,
 #: allowed_lateness_micros)`` that returns a summary with ``results``,
@@ -103,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     problem = unwritable_file(args.output)
     if problem is not None:
-        print(f"xscl run: cannot write --output {args.output}: {problem}; {_OUTPUT_ADVICE}",
+        print(f"xscl run: cannot write --output {args.output}: {problem}; {OUTPUT_ADVICE}",
               file=sys.stderr)  # fmt: skip
         return 1
     engine: Any = importlib.import_module(ENGINES[args.engine])

@@ -135,7 +135,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
     spool = Path(args.spool).resolve() if args.spool else home.spool
     try:
         waiting = read_head(spool)
-    except (OSError, ConnectorIOError) as exc:
+    except OSError as exc:  # a ConnectorIOError too: a damaged HEAD
         print(f"xscl serve: cannot read the spool {spool}: {_reason(exc)}; give --spool "
               "the folder 'xscl poll --spool' fills", file=sys.stderr)  # fmt: skip
         return JobReport(1)
@@ -159,7 +159,7 @@ _HOME_ADVICE = "pass a --home you can write to"
 
 def _unwritable(args: argparse.Namespace) -> str | None:
     """Why the job could not write its ``--home`` or ``--output``; None when it can."""
-    from xscl.cli.common import unwritable_file, unwritable_folder
+    from xscl.cli.common import OUTPUT_ADVICE, unwritable_file, unwritable_folder
 
     problem = unwritable_folder(args.home)
     if problem is not None:
@@ -167,8 +167,7 @@ def _unwritable(args: argparse.Namespace) -> str | None:
     if args.output:
         problem = unwritable_file(args.output)
         if problem is not None:
-            return (f"cannot write --output {args.output}: {problem}; give --output a file "
-                    "path in a directory you can write to")  # fmt: skip
+            return f"cannot write --output {args.output}: {problem}; {OUTPUT_ADVICE}"
     return None
 
 
