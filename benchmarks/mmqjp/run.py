@@ -181,10 +181,10 @@ def measure(
     engine = LocalEngine([normal(q) for q in queries], view_cache=view_cache)
     engine.process(docs[:1])
     stream, docid, ts, xml = docs[1]
-    batch = engine.stage1.evaluate(stream, docid, ts, xml)
-    d2 = DocState.from_witnesses(stream, docid, ts, xml, 10**9, batch)
+    rows = engine.stage1.evaluate_rows(stream, docid, ts, xml)
+    d2 = DocState.from_rows(stream, docid, ts, xml, 10**9, rows)
     matches = engine.matches(d2)
-    stage1 = timed(lambda: engine.stage1.evaluate(stream, docid, ts, xml))
+    stage1 = timed(lambda: engine.stage1.evaluate_rows(stream, docid, ts, xml))
     join = timed(lambda: engine.matches(d2))
     output = timed(lambda: [engine.record(m) for m in matches])
     total = stage1 + join + output

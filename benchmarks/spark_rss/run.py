@@ -280,12 +280,13 @@ def measure_sequential(queries: Path, spool: Path, sample: int, seed: int) -> di
     """The reference evaluator query by query on a random sample of ``sample`` queries."""
     from xscl import reference
     from xscl.cli.common import load_queries
+    from xscl.errors import XmlDocumentError
 
     docs = []
     for item in workload.read_items(spool):
         try:
             docs.append(reference.make_document(item.stream, item.docid, item.ts_micros, item.xml))
-        except reference.XmlDocumentError:
+        except XmlDocumentError:
             continue  # the engines dead-letter it too
     loaded = list(load_queries(queries).queries)
     chosen = loaded if len(loaded) <= sample else random.Random(seed).sample(loaded, sample)

@@ -9,8 +9,8 @@ attribute names and root-to-node paths that occur in those items: ``/`` and
 ``//`` paths of depth 1-4, some ``*``, some attribute tests, ~10% with literal
 predicates.  Two workloads per size: ``all-values`` (every definition's value
 is required: the worst case) and ``mix`` (~20% join variables with values and
-pattern edges, ~10% node outputs).  Parse-only, ``Stage1.evaluate_rows`` (the
-production path) and ``Stage1.evaluate_many`` (Arrow) run interleaved on the
+pattern edges, ~10% node outputs).  Parse-only and ``Stage1.evaluate_rows`` (the
+production path) run interleaved on the
 same chunks of documents (:func:`paired_rounds`), and the ratio to parse-only
 is the median of the per-round ratios, which holds on a shared, noisy machine.
 Prints one table.
@@ -202,13 +202,6 @@ def stage1_rows(stage: Stage1, docs: Sequence[bytes], offset: int = 0) -> int:
     return len(docs)
 
 
-def stage1_arrow(stage: Stage1, docs: Sequence[bytes], offset: int = 0) -> int:
-    """``Stage1.evaluate_many`` on ``docs`` as one batch (the Arrow path)."""
-    batch = stage.evaluate_many(("S", str(i), i, x) for i, x in enumerate(docs, offset))
-    assert not batch.errors
-    return len(docs)
-
-
 def output_size(stage: Stage1, docs: Sequence[bytes]) -> tuple[int, int]:
     """Witness rows (all relations but ``docs``) and UTF-8 bytes of the string values."""
     rows = 0
@@ -339,9 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     header = (
         f"{'defs':>7} | {'workload':>10} | {'register s':>10} | {'cold':>5} | {'rows':>5} | "
-        f"{'arrow':>5} | {'rows/doc':>8} | {'val KB/doc':>10} | {'(a) per-def XPath':>17} | "
+        f"{'rows/doc':>8} | {'val KB/doc':>10} | {'(a) per-def XPath':>17} | "
         f"{'(a) docs':>8} | {'(b) parse':>9} | {'vs (a)':>6} | {'vs (b)':>6} | "
-        f"{'rounds':>11} | {'arrow vs (b)':>12}"
+        f"{'rounds':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -357,40 +350,33 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.process_time()
             stage1_rows(stage, docs)  # empty lazy-DFA cache
             cold_rate = len(docs) / (time.process_time() - t0)
-            parse_t, rows_t, arrow_t = paired_rounds(
-                [
-                    lambda chunk, _: parse_only(chunk),
-                    partial(stage1_rows, stage),
-                    partial(stage1_arrow, stage),
-                ],
-                docs,
-                reps,
+            parse_t, rows_t = paired_rounds(
+                [lambda chunk, _: parse_only(chunk), partial(stage1_rows, stage)], docs, reps
             )
             ratios = [s / p for s, p in zip(rows_t, parse_t, strict=True)]
-            arrow_ratios = [s / p for s, p in zip(arrow_t, parse_t, strict=True)]
             rows, value_bytes = output_size(stage, docs)
             stage_rate = len(docs) / statistics.median(rows_t)
             label = f"{base_rate:.1f}" + (f" ({note})" if note else "")
             spread = f"{min(ratios):.1f}-{max(ratios):.1f}x"
             print(
                 f"{registered:>7} | {workload:>10} | {register_s:>10.2f} | {cold_rate:>5.0f} | "
-                f"{stage_rate:>5.0f} | {len(docs) / statistics.median(arrow_t):>5.0f} | "
+                f"{stage_rate:>5.0f} | "
                 f"{rows / len(docs):>8.1f} | {value_bytes / len(docs) / 1000:>10.1f} | "
                 f"{label:>17} | {len(sample):>8} | "
                 f"{len(docs) / statistics.median(parse_t):>9.0f} | "
                 f"{stage_rate / base_rate:>5.0f}x | {statistics.median(ratios):>5.2f}x | "
-                f"{spread:>11} | {statistics.median(arrow_ratios):>11.2f}x"
+                f"{spread:>11}"
             )
             sys.stdout.flush()
     print(
         "cold = Stage1.evaluate_rows over all documents right after registration (empty "
         "lazy-DFA cache); rows = Stage1.evaluate_rows per document (the engine's and the "
-        "Spark executors' path: Python tuples), arrow = Stage1.evaluate_many per chunk "
-        "(Arrow batches), (b) parse = safe parse only: these three run interleaved on the "
+        "Spark executors' path: Python tuples), (b) parse = safe parse only: the two run "
+        "interleaved on the "
         f"same chunks of {CHUNK} documents (order rotating per chunk), {reps} rounds over all "
         "documents; their docs/s are medians over the rounds; vs (b) = median over the "
-        "rounds of (rows CPU time / parse CPU time) of the same round, rounds = its min-max, "
-        "arrow vs (b) the same for arrow. rows/doc = values + value_nodes + matches + "
+        "rounds of (rows CPU time / parse CPU time) of the same round, rounds = its min-max. "
+        "rows/doc = values + value_nodes + matches + "
         "bindings rows; val KB/doc = UTF-8 bytes of the string values (once per node); "
         "workload all-values = every definition's value required (worst case), mix = 20% join "
         "variables (value + pair with their ancestor variable, which adds definitions: defs "

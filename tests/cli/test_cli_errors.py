@@ -313,3 +313,171 @@ def test_poll_exits_1_when_no_feed_is_found(
     empty.mkdir()
     assert main(["poll", "--quiet", "--spool", str(tmp_path / "spool"), str(empty)]) == 1
     assert _one_line(capsys.readouterr().err).startswith(f"xscl poll: no feed found in {empty}")
+
+
+# -- serve: everything a user can get wrong is said before Spark starts ----------------
+
+RSS_QUERIES = EXAMPLES / "rss" / "queries.xscl"
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """``serve`` stops where it would start Spark; the spools it would read are listed."""
+    import xscl.spark_plugin.submit as submit
+
+    started: list[Path] = []
+
+    def start(args: Any, home: Any, log: Any, spool: Path, lateness: Any) -> Any:
+        started.append(spool)
+        return submit.JobReport(0)
+
+    monkeypatch.setattr(submit, "_start", start)
+    return started
+
+
+def _serve(home: Path, *more: str) -> int:
+    return main(["serve", "--home", str(home), "--once", "--quiet", *more])
+
+
+def test_serve_with_a_home_under_a_file_exits_1_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    home = _blocked(tmp_path) / "home"
+    assert _serve(home, "--queries", str(RSS_QUERIES)) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: cannot write --home {home}: {tmp_path / 'a_file'} is a file, not a "
+        "directory; pass a --home you can write to"
+    )
+    assert no_spark == []
+
+
+def test_serve_with_a_read_only_home_exits_1_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_spark: list[Path],
+) -> None:
+    """A home that was filled, then made read-only (simulated: root passes a chmod)."""
+    home = tmp_path / "home"
+    assert main(["subscribe", str(RSS_QUERIES), "--home", str(home)]) == 0
+    capsys.readouterr()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == home else real_access(p, mode)
+    )
+    assert _serve(home, "--queries", str(RSS_QUERIES)) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: cannot write --home {home}: {home} is not writable (permissions or a "
+        "read-only file system); pass a --home you can write to"
+    )
+    assert no_spark == []
+
+
+def test_serve_with_an_unwritable_output_exits_1_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    out = _blocked(tmp_path) / "results.jsonl"
+    assert _serve(tmp_path / "home", "--queries", str(RSS_QUERIES), "--output", str(out)) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: cannot write --output {out}: {tmp_path / 'a_file'} is a file, not a "
+        "directory; give --output a file path in a directory you can write to"
+    )
+    assert no_spark == []
+
+
+@pytest.mark.parametrize("kind", ["missing", "not UTF-8"])
+def test_serve_with_an_unreadable_queries_file_exits_2(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    if kind == "not UTF-8":
+        queries.write_bytes(b"Q1: S//a->x;\xff\n")
+    assert _serve(tmp_path / "home", "--queries", str(queries)) == 2
+    reason = (
+        f"{queries}: No such file or directory"
+        if kind == "missing"
+        else "not UTF-8 text (invalid start byte at byte 12)"
+    )
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: cannot read --queries {queries}: {reason}"
+    )
+    assert no_spark == [] and not (tmp_path / "home").exists()
+
+
+def test_serve_with_an_empty_spool_says_how_to_fill_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    home = tmp_path / "home"
+    assert _serve(home, "--queries", str(RSS_QUERIES)) == 0
+    spool = home.resolve() / "spool"
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: nothing in the spool {spool}: fill it with "
+        f"`xscl poll --spool {spool} FEED...`"
+    )
+    assert no_spark == [spool]  # the job still starts: it waits for documents
+    assert main(["poll", "--quiet", "--spool", str(spool), str(EXAMPLES / "rss" / "feeds")]) == 0
+    capsys.readouterr()
+    assert _serve(home) == 0
+    assert capsys.readouterr().err == ""  # documents wait: no hint
+
+
+def test_serve_with_a_spool_that_is_a_file_exits_1_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    spool = _blocked(tmp_path)
+    assert _serve(tmp_path / "home", "--queries", str(RSS_QUERIES), "--spool", str(spool)) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: cannot read the spool {spool}: {spool / 'HEAD'}: Not a directory; give "
+        "--spool the folder 'xscl poll --spool' fills"
+    )
+    assert no_spark == []
+
+
+# -- run --engine spark: dead letters name the file's line (without Spark) -------------
+
+
+def test_spark_batch_numbers_dead_letters_by_file_line(tmp_path: Path) -> None:
+    from xscl.connectors.spool import Spool
+    from xscl.spark_plugin.batch import spool_input
+
+    good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = [
+        good[0],  # line 1 -> offset 0
+        "",  # line 2: blank, skipped but counted
+        "not json",  # line 3
+        good[1],  # line 4 -> offset 1
+        good[0],  # line 5: a repeated (stream, docid), dropped by the spool
+        '{"stream": "S", "docid": "z"}',  # line 6: fields missing
+    ]
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Spool(tmp_path / "spool", sync=False) as spool:
+        spooled = spool_input(docs, spool)
+    assert [(line, json.loads(text)["line"]) for line, text in spooled.dead] == [(3, 3), (6, 6)]
+    assert spooled.line_of_offset == {0: 1, 1: 4}
+    assert spooled.dropped == 1
+
+
+COMMANDS = ["check", "explain", "run", "poll", "serve", "subscribe", "unsubscribe", "subscriptions"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_in_help_says_what_it_does(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each option of the command's parser has a description (``serve`` had bare ones)."""
+    import argparse
+
+    from xscl.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = [a for a in sub.choices[command]._actions if a.option_strings]
+    assert actions
+    bare = [a.option_strings[0] for a in actions if not a.help or a.help == argparse.SUPPRESS]
+    assert bare == []
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert all(action.option_strings[-1] in shown for action in actions)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import (
     Document,
     format_ts,
@@ -20,7 +21,7 @@ from xscl.connectors.document import (
     read_envelopes,
     write_envelopes,
 )
-from xscl.connectors.errors import ConnectorError, DeadLetter
+from xscl.errors import ConnectorError
 
 
 @pytest.mark.parametrize(

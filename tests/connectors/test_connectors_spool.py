@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from xscl.connectors.document import Document
-from xscl.connectors.errors import SpoolCorruptError, SpoolLockedError, StreamNameError
 from xscl.connectors.spool import Spool, SpoolReader
+from xscl.errors import SpoolCorruptError, SpoolLockedError, StreamNameError
 
 
 def _doc(name: str, size: int = 40) -> Document:

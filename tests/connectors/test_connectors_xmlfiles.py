@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, parse_ts
-from xscl.connectors.errors import DeadLetter
 from xscl.connectors.xmlfiles import XmlFileOptions, iter_xml_files
 
 
@@ -78,3 +80,26 @@ def test_broken_hostile_and_deep_files_are_dead_letters(tmp_path: Path) -> None:
         iter_xml_files([tmp_path / "1-truncated.xml"], XmlFileOptions("S", record_tag="b"))
     )
     assert [type(i).__name__ for i in truncated] == ["Document", "DeadLetter"]
+
+
+@pytest.mark.parametrize("record_tag", [None, "b"])
+def test_an_unreadable_file_is_a_dead_letter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record_tag: str | None
+) -> None:
+    """Unreadable, simulated (root reads everything): reading the file fails with EACCES."""
+    import errno
+
+    import xscl.connectors.xmlfiles as xmlfiles
+
+    path = tmp_path / "locked.xml"
+    path.write_text("<a><b>x</b></a>")
+
+    def denied(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(xmlfiles.etree, "iterparse", denied)
+    (item,) = iter_xml_files([path], XmlFileOptions("S", record_tag=record_tag))
+    assert isinstance(item, DeadLetter)
+    assert (item.source, item.stream, item.code) == (str(path), "S", "XSCL-C012")
+    assert item.reason.startswith("cannot read file: ") and "Permission denied" in item.reason

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from xscl import reference
-from xscl.engine import LocalEngine, PublishCycleError, run_batch
+from xscl.engine import LocalEngine, run_batch
+from xscl.errors import PublishCycleError
 from xscl.lang.parser import parse_queries
 
 QUERIES = """

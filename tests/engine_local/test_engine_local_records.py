@@ -51,8 +51,8 @@ def check_every_match(text: str, docs: list[Doc]) -> int:
     engine = LocalEngine(parse_queries(text))
     compared = 0
     for seq, d in enumerate(docs):
-        batch = engine.stage1.evaluate(d.stream, d.docid, d.ts_micros, d.xml)
-        state = DocState.from_witnesses(d.stream, d.docid, d.ts_micros, d.xml, -seq, batch)
+        rows = engine.stage1.evaluate_rows(d.stream, d.docid, d.ts_micros, d.xml)
+        state = DocState.from_rows(d.stream, d.docid, d.ts_micros, d.xml, -seq, rows)
         for match in engine.matches(state):
             assert engine.record(match) == plain_record(engine, match)
             compared += 1

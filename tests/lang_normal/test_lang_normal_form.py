@@ -5,8 +5,8 @@ from __future__ import annotations
 import elementpath
 import pytest
 
+from xscl.errors import XsclValidationError
 from xscl.lang.ast import Block, ComparisonPredicate, NodeTest, RelPath, Step, StringLiteral
-from xscl.lang.errors import XsclValidationError
 from xscl.lang.normal_form import (
     NormalEquality,
     NormalOp,

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from xscl.errors import XsclValidationError
 from xscl.lang.ast import (
     Block,
     Equality,
@@ -18,7 +19,6 @@ from xscl.lang.ast import (
     Step,
     Window,
 )
-from xscl.lang.errors import XsclValidationError
 from xscl.lang.parser import parse_queries, parse_query
 from xscl.lang.validation import publish_cycles, strongly_connected, validate, validate_all
 

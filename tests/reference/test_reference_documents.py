@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from xscl.errors import TimestampError
 from xscl.reference import (
     InvalidQueries,
-    TimestampError,
     format_ts,
     parse_ts,
     read_envelopes,
@@ -77,15 +77,15 @@ def test_malformed_lines_become_dead_letters_and_reading_continues() -> None:
     ]
     docs, dead = read_envelopes(lines)
     assert [d.docid for d in docs] == ["ok1", "ok2"]  # the entity is never expanded: rejected
-    assert [(d.line, d.docid, d.error_code) for d in dead] == [
-        (2, None, "XSCL-R001"),
-        (3, None, "XSCL-R001"),
-        (4, "x", "XSCL-R002"),
-        (5, "bad-ts", "XSCL-R003"),
-        (6, "bad-xml", "XSCL-R006"),
-        (7, "bad-stream", "XSCL-R004"),
-        (8, "entity", "XSCL-R009"),
-        (10, "deep", "XSCL-R007"),
+    assert [(d.line, d.docid, d.code) for d in dead] == [
+        (2, None, "XSCL-C001"),
+        (3, None, "XSCL-C001"),
+        (4, "x", "XSCL-C002"),
+        (5, "bad-ts", "XSCL-C003"),
+        (6, "bad-xml", "XSCL-X001"),
+        (7, "bad-stream", "XSCL-C004"),
+        (8, "entity", "XSCL-X005"),
+        (10, "deep", "XSCL-X003"),
     ]
     assert all(d.reason for d in dead)
 
@@ -94,14 +94,14 @@ def test_depth_and_size_limits_are_configurable() -> None:
     lines = [_line("d", 0, "<a><b><c/></b></a>"), _line("big", 0, "<a>" + "x" * 100 + "</a>")]
     docs, dead = read_envelopes(lines, max_depth=2, max_bytes=50)
     assert docs == []
-    assert [d.error_code for d in dead] == ["XSCL-R007", "XSCL-R005"]
+    assert [d.code for d in dead] == ["XSCL-X003", "XSCL-X002"]
     assert "depth 3 exceeds the limit of 2" in dead[0].reason
 
 
 def test_bad_utf8_line_is_a_dead_letter() -> None:
     docs, dead = read_envelopes([b"\xff\xfe", _line("ok", 0, "<a/>").encode()])
     assert [d.docid for d in docs] == ["ok"]
-    assert dead[0].error_code == "XSCL-R001"
+    assert dead[0].code == "XSCL-C001"
 
 
 def test_redelivery_first_wins_and_late_documents_are_dead_lettered() -> None:
@@ -115,7 +115,7 @@ def test_redelivery_first_wins_and_late_documents_are_dead_lettered() -> None:
     docs, dead = read_envelopes(lines, allowed_lateness_micros=10_000_000)
     assert [(d.docid, d.ts_micros) for d in docs] == [("d1", 100_000_000), ("d4", 90_000_000)]
     assert docs[0].xml == "<a>first</a>"
-    assert [(d.docid, d.reason, d.error_code) for d in dead] == [
+    assert [(d.docid, d.reason, d.code) for d in dead] == [
         ("d2", "late", "XSCL-R008"),
         ("d3", "late", "XSCL-R008"),
     ]

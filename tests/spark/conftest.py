@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from xscl.connectors.document import Document  # noqa: E402
 from xscl.connectors.spool import Spool  # noqa: E402
-from xscl.spark_plugin.errors import JavaNotFoundError  # noqa: E402
+from xscl.errors import JavaNotFoundError  # noqa: E402
 from xscl.spark_plugin.session import ROCKSDB_PROVIDER, build_session, find_java_home  # noqa: E402
 
 

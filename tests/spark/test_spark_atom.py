@@ -1,7 +1,10 @@
-"""The Atom feed sink: valid Atom (parsed back by feedparser), bounded, idempotent, escaped."""
+"""The Atom feed sink: valid Atom (feedparser, the validator's rules), readable, bounded,
+idempotent, escaped."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +14,15 @@ from lxml import etree
 from xscl.connectors.document import format_ts
 from xscl.spark_plugin.atom import AtomFeedWriter, write_feeds_from_results
 from xscl.spark_plugin.results_sink import StagedPart, commit_batch
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from atom_rules import check_feed
 
 BASE = 1_149_156_000_000_000
+ROOT = Path(__file__).resolve().parents[2]
+A = "{http://www.w3.org/2005/Atom}"
+RESULT = "{urn:xscl}result"
 
 
 def _record(query: str, n: int) -> dict[str, Any]:
@@ -34,16 +44,20 @@ def test_feed_is_valid_atom_with_one_entry_per_result(tmp_path: Path) -> None:
     writer = AtomFeedWriter(tmp_path)
     records = [_record("Q1", n) for n in range(3)] + [_record("Q2", 7)]
     assert writer.update(records) == {"Q1": 3, "Q2": 1}
+    assert check_feed((tmp_path / "Q1.atom").read_bytes()) == []
     parsed = feedparser.parse(str(tmp_path / "Q1.atom"))
     assert not parsed.bozo, parsed.get("bozo_exception")
     assert parsed.version == "atom10"
     assert parsed.feed.id == "urn:xscl:query:Q1"
+    assert parsed.feed.updated == format_ts(BASE + 20 + 5_000_000)  # the newest entry's
     entries = parsed.entries
     assert [e.id for e in entries] == [f"urn:xscl:result:{n:032x}" for n in (2, 1, 0)]
     assert entries[0].updated == format_ts(BASE + 20 + 5_000_000)
-    assert entries[0].content[0].value == records[2]["xml"]
-    assert [link.href for link in entries[0].links] == ["https://example.org/a/2"]
-    assert "S/https://example.org/a/2" in entries[0].title
+    assert entries[0]["xscl_result"] == records[2]["xml"]  # the extension element
+    hrefs = [link.href for link in entries[0].links]
+    assert hrefs == ["https://example.org/a/2", "urn:xscl:doc:T:t2"]
+    assert entries[0].title == "v<2> & co: S/https://example.org/a/2 → T/t2"
+    assert entries[0].content[0].type == "text/html"
 
 
 def test_feed_is_bounded_and_replays_do_not_duplicate(tmp_path: Path) -> None:
@@ -82,21 +96,25 @@ def test_awkward_characters_are_escaped_or_replaced(tmp_path: Path) -> None:
     record["docs"][1]["docid"] = "t]]>&<\x03"
     assert AtomFeedWriter(tmp_path).update([record]) == {"Q": 1}
     root = etree.fromstring((tmp_path / "Q.atom").read_bytes())  # a strict parser accepts it
-    atom = "{http://www.w3.org/2005/Atom}"
-    entry = root.find(atom + "entry")
+    entry = root.find(A + "entry")
     assert entry is not None
     bad = "\ufffd" * 7
-    expected_xml = f'<r a="x">]]> &amp; <b>{bad}|\r\n\t\x7f</r>'
-    assert entry.findtext(atom + "content") == expected_xml
-    href = 'https://example.org/?a=1&b="<2>"\ufffd\t'
-    assert [link.get("href") for link in entry.iterfind(atom + "link")] == [href]
-    assert entry.findtext(atom + "title") == f"Q: S/{href}, T/t]]>&<\ufffd"
+    assert entry.findtext(RESULT) == f'<r a="x">]]> &amp; <b>{bad}|\r\n\t\x7f</r>'
+    # a docid with control characters or quotes is not a URL to link: urn: instead
+    hrefs = [link.get("href") for link in entry.iterfind(A + "link")]
+    assert hrefs == [
+        "urn:xscl:doc:S:https%3A%2F%2Fexample.org%2F%3Fa%3D1%26b%3D%22%3C2%3E%22%02%09",
+        "urn:xscl:doc:T:t%5D%5D%3E%26%3C%03",
+    ]
+    title = entry.findtext(A + "title")
+    assert title == 'v<1> & co: S/https://example.org/?a=1&b="<2>"\ufffd\t → T/t]]>&<\ufffd'
+    assert check_feed((tmp_path / "Q.atom").read_bytes()) == []
     parsed = feedparser.parse(str(tmp_path / "Q.atom"))
     assert not parsed.bozo, parsed.get("bozo_exception")
-    assert "]]> &amp; <b>" in parsed.entries[0].content[0].value
+    assert "]]> &amp; <b>" in parsed.entries[0]["xscl_result"]
 
 
-def test_content_is_cdata_and_keeps_every_character(tmp_path: Path) -> None:
+def test_result_xml_is_cdata_and_keeps_every_character(tmp_path: Path) -> None:
     """``]]>`` inside CDATA is split; a ``\\r`` (CDATA would lose it) is escaped."""
     texts = ["<a>]]></a>]]]]>x&amp;<![CDATA[y]]>", "<a>line\r\nnext]]></a>"]
     records = [_record("Q", n) | {"xml": text} for n, text in enumerate(texts)]
@@ -105,6 +123,62 @@ def test_content_is_cdata_and_keeps_every_character(tmp_path: Path) -> None:
     assert b"<![CDATA[<a>]]]]><![CDATA[></a>" in raw
     assert b"line&#13;\nnext" in raw
     root = etree.fromstring(raw)
-    atom = "{http://www.w3.org/2005/Atom}"
-    contents = [e.findtext(atom + "content") for e in root.iterfind(atom + "entry")]
+    contents = [e.findtext(RESULT) for e in root.iterfind(A + "entry")]
     assert contents == texts[::-1]
+
+
+# -- the RSS example's feeds, as a person reads them ------------------------------------
+
+
+def test_the_rss_example_reads_well_in_a_feed_reader(tmp_path: Path) -> None:
+    """Titles from the items and join values, links to the items, a readable body, the
+    subscription's text; valid for feedparser and the validator's rules."""
+    results = tmp_path / "results"
+    staged = results / "_staging" / "p.jsonl"
+    staged.parent.mkdir(parents=True)
+    expected = (ROOT / "examples" / "rss" / "expected-results.jsonl").read_text(encoding="utf-8")
+    staged.write_text(expected, encoding="utf-8")
+    commit_batch(str(results), "0" * 20, [StagedPart(0, str(staged), 5)])
+    registry = tmp_path / "registry"
+    queries = (ROOT / "examples" / "rss" / "queries.xscl").read_text(encoding="utf-8")
+    SubscriptionLog(registry).subscribe(queries, source="queries.xscl")
+    feeds = tmp_path / "feeds"
+    assert write_feeds_from_results(results, feeds, registry=registry) == {
+        "advisory_coverage": 2, "busy_author": 1, "busy_then_release": 1, "crosspost": 1,
+    }  # fmt: skip
+    for feed in feeds.glob("*.atom"):
+        assert check_feed(feed.read_bytes()) == [], feed.name
+        parsed = feedparser.parse(str(feed))
+        assert not parsed.bozo, (feed.name, parsed.get("bozo_exception"))
+        assert [link.rel for link in parsed.feed.links] == ["self"]
+        assert parsed.feed.updated == max(e.updated for e in parsed.entries)
+    parsed = feedparser.parse(str(feeds / "advisory_coverage.atom"))
+    assert parsed.feed.subtitle.startswith("vendor/item[contains(./title, 'Advisory')]")
+    first = parsed.entries[-1]  # the older result
+    assert first.title == (
+        "CVE-2026-41122: Advisory ACME-2026-07: TLS session resumption bypass"
+        " → Acme patches TLS resumption flaw"
+    )
+    assert first.link == "https://acme.example/security/2026-07"
+    assert [(ln.rel, ln.href) for ln in first.links] == [
+        ("alternate", "https://acme.example/security/2026-07"),
+        ("related", "https://news.example/2026/11/acme-tls"),
+    ]
+    body = first.content[0].value
+    assert "Joined on cve, term = <b>CVE-2026-41122</b>" in body
+    link = '<a href="https://news.example/2026/11/acme-tls">Acme patches TLS resumption flaw</a>'
+    assert link in body
+    assert "news · 2026-11-03 07:15:00 UTC" in body
+    assert first["xscl_result"].startswith('<result query="advisory_coverage"><item')
+    chain = feedparser.parse(str(feeds / "busy_then_release.atom")).entries[0]
+    assert chain.title == (
+        "Acme patches TLS resumption flaw + Backup agents under scrutiny"
+        " → Release notes: Acme Gateway 9.4"
+    )
+    busy = json.loads(expected.splitlines()[2])["result_id"]  # the published pair
+    assert [ln.href for ln in chain.links] == [
+        f"urn:xscl:result:{busy}", "https://acme.example/releases/9.4"
+    ]
+    selected = feedparser.parse(str(feeds / "crosspost.atom")).entries[0]
+    assert selected.title == "https://acme.example/releases/9.4: Release notes: Acme Gateway 9.4"
+    assert "<p>t: Release notes: Acme Gateway 9.4</p>" in selected.content[0].value

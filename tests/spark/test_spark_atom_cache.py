@@ -21,9 +21,11 @@ from lxml import etree
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.spark_plugin import atom
 from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.spark_plugin.feed_entry import EntryText, entry_text
 
 A = "{http://www.w3.org/2005/Atom}"
-NSMAP: Any = {None: "http://www.w3.org/2005/Atom"}
+RESULT = "{urn:xscl}result"
+NSMAP: Any = {None: "http://www.w3.org/2005/Atom", "xscl": "urn:xscl"}
 BASE = 1_149_156_000_000_000
 NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -45,16 +47,16 @@ class ReferenceWriter:
     def _entry(self, record: Mapping[str, Any]) -> tuple[tuple[int, str], Any]:
         entry_id = f"urn:xscl:result:{record['result_id']}"
         updated = max(parse_ts(doc["ts"]) for doc in record["docs"])
+        text = entry_text(record)
         entry = etree.Element(A + "entry", nsmap=NSMAP)
         _sub(entry, "id", entry_id)
-        docids = ", ".join(f"{doc['stream']}/{doc['docid']}" for doc in record["docs"])
-        _sub(entry, "title", f"{record['query']}: {docids}")
+        _sub(entry, "title", text.title)
         _sub(entry, "updated", format_ts(updated))
-        for doc in record["docs"]:
-            docid = str(doc["docid"])
-            if docid.startswith(("http://", "https://")) and " " not in docid:
-                _sub(entry, "link", rel="related", href=docid)
-        _sub(entry, "content", str(record.get("xml", "")), type="text")
+        _sub(entry, "link", href=text.link)
+        for href in text.related:
+            _sub(entry, "link", rel="related", href=href)
+        _sub(entry, "content", text.html, type="html")
+        etree.SubElement(entry, RESULT).text = str(record.get("xml", ""))
         return (updated, entry_id), entry
 
     def _read(self, path: Path) -> dict[str, tuple[tuple[int, str], Any]]:
@@ -82,7 +84,8 @@ class ReferenceWriter:
             kept = sorted(merged.values(), key=lambda e: e[0], reverse=True)[: self.max_entries]
             feed = etree.Element(A + "feed", nsmap=NSMAP)
             _sub(feed, "id", f"urn:xscl:query:{query_id}")
-            _sub(feed, "title", f"xscl results of query {query_id}")
+            _sub(feed, "title", f"xscl: {query_id}")
+            _sub(feed, "link", rel="self", href=path.resolve().as_uri())
             _sub(feed, "updated", format_ts(kept[0][0][0]))
             _sub(_sub(feed, "author"), "name", "xscl")
             _sub(feed, "generator", "xscl", uri="urn:xscl")
@@ -110,12 +113,15 @@ def parsed_feed(path: Path) -> dict[str, Any]:
                 "updated": entry.findtext(A + "updated"),
                 "links": [sorted(link.items()) for link in entry.iterfind(A + "link")],
                 "content": (sorted(content.items()), content.text or ""),
+                "result": entry.findtext(RESULT),
                 "children": [child.tag for child in entry],
             }
         )
     return {
         "id": root.findtext(A + "id"),
         "title": root.findtext(A + "title"),
+        "subtitle": root.findtext(A + "subtitle"),
+        "links": [link.get("rel") for link in root.iterfind(A + "link")],
         "updated": root.findtext(A + "updated"),
         "author": root.findtext(f"{A}author/{A}name"),
         "generator": [(g.text, sorted(g.items())) for g in root.iterfind(A + "generator")],
@@ -314,7 +320,9 @@ def test_threads_write_the_same_feeds_as_one(tmp_path: Path) -> None:
     feeds = {}
     for threads in (1, 3):
         folder = tmp_path / str(threads)
-        writer = AtomFeedWriter(folder, max_entries=2, cache_bytes=8_000, io_threads=threads)
+        writer = AtomFeedWriter(
+            folder, max_entries=2, cache_bytes=8_000, io_threads=threads, base_url="https://x/"
+        )
         assert [writer.update(batch) for batch in batches] == [
             {f"Q{q:02d}": n for q in range(40)} for n in (1, 2, 2)
         ]
@@ -348,26 +356,39 @@ def test_a_failed_feed_write_fails_the_flush_after_the_others(
 
 
 #: pieces that look like the layout's own boundaries, to be met inside fields
-PIECES = [*"ab<>&\"'\r\n\t]é\u2028", "]]>", "</content>\n  </entry>\n", "  <entry>\n    <id>"]
+PIECES = [
+    *"ab<>&\"'\r\n\t]é\u2028",
+    "]]>",
+    "</content>\n    <xscl:result>",
+    "</xscl:result>\n  </entry>\n",
+    "  <entry>\n    <id>",
+    '    <link href="',
+]
 HOSTILE = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     fields=st.lists(
-        st.tuples(HOSTILE, st.integers(0, 2**40), HOSTILE, st.lists(HOSTILE, max_size=2), HOSTILE),
+        st.tuples(
+            HOSTILE,
+            st.integers(0, 2**40),
+            st.builds(
+                EntryText, HOSTILE, HOSTILE, st.lists(HOSTILE, max_size=2).map(tuple), HOSTILE
+            ),
+            HOSTILE,
+        ),
         max_size=5,
     ),
     query=HOSTILE,
+    subtitle=st.one_of(st.none(), HOSTILE),
 )
 def test_own_feeds_are_sliced_back_exactly(
-    fields: list[tuple[str, int, str, list[str], str]], query: str
+    fields: list[tuple[str, int, EntryText, str]], query: str, subtitle: str | None
 ) -> None:
     """What ``render_feed`` wrote comes back as the same entries without a parse."""
-    entries = [
-        atom.render_entry(f"urn:{i}", t, title, hrefs, body) for i, t, title, hrefs, body in fields
-    ]
-    data = atom.render_feed(query, entries)
+    entries = [atom.render_entry(f"urn:{i}", t, text, body) for i, t, text, body in fields]
+    data = atom.render_feed(query, entries, subtitle=subtitle, self_href=query)
     assert atom.own_entries(data) == entries
     etree.fromstring(data)  # and it is well-formed XML
     assert atom.own_entries(data[:-1]) is None  # anything else: the lxml path
@@ -381,7 +402,7 @@ def test_a_restart_reads_its_own_feeds_without_lxml(
     def no_parse(*_args: object) -> None:
         raise AssertionError("parsed with lxml")
 
-    monkeypatch.setattr(atom.etree, "fromstring", no_parse)
+    monkeypatch.setattr(atom, "_safe_parser", no_parse)  # only the lxml reading uses it
     restarted = AtomFeedWriter(tmp_path)
     assert restarted.update([_record("q", 9)]) == {"q": 6}
     monkeypatch.undo()

@@ -48,8 +48,8 @@ from tests.spark.killing import (
 )
 from xscl.connectors.document import Document, envelope_line, read_envelope_file
 from xscl.connectors.spool import Spool
+from xscl.errors import JavaNotFoundError
 from xscl.reference import run_batch as reference_run_batch
-from xscl.spark_plugin.errors import JavaNotFoundError
 from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.submit import main

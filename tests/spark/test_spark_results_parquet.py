@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from xscl.engine import ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
+from xscl.errors import ResultsDirectoryError
 from xscl.spark_plugin import results_parquet
-from xscl.spark_plugin.errors import ResultsDirectoryError
 from xscl.spark_plugin.results_parquet import StagedParquet
 from xscl.spark_plugin.results_sink import (
     STAGING,

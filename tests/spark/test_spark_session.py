@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xscl.spark_plugin.errors import JavaNotFoundError
+from xscl.errors import JavaNotFoundError
 from xscl.spark_plugin.session import (
     ROCKSDB_PROVIDER,
     XsclHome,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from xscl.spark_plugin.errors import DataSourceOptionError
+from xscl.errors import DataSourceOptionError
 from xscl.spark_plugin.spool_source import SpoolOptions, read_range, split_range
 
 pytestmark = pytest.mark.spark

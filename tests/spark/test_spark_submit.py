@@ -15,10 +15,13 @@ import pytest
 
 from xscl.connectors.document import Document, read_envelope_file
 from xscl.connectors.spool import Spool
-from xscl.spark_plugin.errors import JavaNotFoundError
+from xscl.errors import JavaNotFoundError
 from xscl.spark_plugin.results_sink import committed_markers
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.submit import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from atom_rules import check_feed
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -75,11 +78,14 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
     for query in {r["query"] for r in expected}:
         parsed = feedparser.parse(str(feeds / f"{query}.atom"))
         assert not parsed.bozo
-        entries = {e.id: e.content[0].value for e in parsed.entries}
-        # each entry's content is its result's XML (a SELECT * result's, from its pieces)
+        assert check_feed((feeds / f"{query}.atom").read_bytes()) == []
+        assert parsed.feed.subtitle  # the query's text, from the job's registry
+        entries = {e.id: e["xscl_result"] for e in parsed.entries}
+        # each entry keeps its result's XML (a SELECT * result's, from its pieces)
         assert entries == {
             f"urn:xscl:result:{r['result_id']}": r["xml"] for r in expected if r["query"] == query
         }
+        assert all(e.content[0].type == "text/html" and e.link for e in parsed.entries)
 
 
 def test_bad_queries_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

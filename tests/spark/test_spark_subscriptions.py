@@ -20,18 +20,12 @@ import pytest
 from xscl.cli.main import main
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.errors import SubscriptionError
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
 from xscl.spark_plugin.job.plan import JobPlan, start_job
 from xscl.spark_plugin.results_sink import read_results
-from xscl.spark_plugin.subscriptions import (
-    DUPLICATE_ID,
-    INVALID_QUERIES,
-    PUBLISH_CYCLE,
-    UNKNOWN_ID,
-    SubscriptionError,
-    SubscriptionLog,
-)
+from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 BY_AUTHOR = "by_author: S//item->i[./author->a] JOIN {a = b, INF} S//item->j[./author->b];\n"
 SAME_TAG = "same_tag: S//item->i[./tag->x] JOIN {x = y, INF} S//item->j[./tag->y];\n"
@@ -67,13 +61,13 @@ def test_log_validates_numbers_and_replays_events(tmp_path: Path) -> None:
     assert log.subscribe(SAME_TAG, source="b.xscl").ids == ("same_tag",)
     with pytest.raises(SubscriptionError) as taken:
         log.subscribe(BY_AUTHOR, source="again.xscl")
-    assert taken.value.code == DUPLICATE_ID
+    assert taken.value.code == "XSCL-S011"
     with pytest.raises(SubscriptionError) as bad:
         log.subscribe("broken: S//item->i JOIN {i = , 1h} S//x->j;", source="bad.xscl")
-    assert bad.value.code == INVALID_QUERIES and bad.value.errors
+    assert bad.value.code == "XSCL-S010" and bad.value.errors
     with pytest.raises(SubscriptionError) as unknown:
         log.unsubscribe(["nope"])
-    assert unknown.value.code == UNKNOWN_ID
+    assert unknown.value.code == "XSCL-S012"
     assert log.unsubscribe(["by_author"]).version == 3
     assert sorted(log.current()) == ["same_tag"]
     assert sorted(log.current(upto=2)) == ["by_author", "same_tag"]
@@ -91,7 +85,7 @@ def test_log_rejects_a_publish_cycle(tmp_path: Path) -> None:
     with pytest.raises(SubscriptionError) as cycle:
         log.subscribe("r: B//x->u[./k->a] JOIN {a = b, INF} B//y->v[./k->b] PUBLISH A;",
                       source="r")
-    assert cycle.value.code == PUBLISH_CYCLE
+    assert cycle.value.code == "XSCL-S013"
 
 
 def test_concurrent_writers_get_distinct_event_numbers(tmp_path: Path) -> None:

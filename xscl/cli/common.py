@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xscl.errors import XsclError
 from xscl.lang.ast import UNIT_MICROS, Query
-from xscl.lang.errors import XsclError
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
 
@@ -61,6 +61,9 @@ def parse_duration(text: str) -> int:
 
 
 # -- paths a command writes: say why not before the work, in one line -----------------
+
+#: What to do about an ``--output`` that cannot be written.
+OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
 
 
 def unwritable_folder(folder: str | Path) -> str | None:

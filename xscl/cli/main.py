@@ -3,6 +3,8 @@
 Each command is a module of this package exposing ``register(subparsers)``;
 the module adds its own sub-parser and sets ``func`` to a ``run(args) -> int``.
 Commands whose optional parts are missing are skipped (so ``--help`` always works).
+An ``XsclError`` a command does not handle itself is printed as one line: exit 1
+when it is an ``OSError`` (the environment), else 2 (the input).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from xscl import __version__
+from xscl.errors import XsclError
 
 #: Command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -68,7 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except XsclError as exc:  # not foreseen by the command: still one line, no traceback
+        print(f"xscl {args.command}: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, OSError) else 2
     return code
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from xscl.cli.common import os_error_reason, unwritable_file, unwritable_folder
 from xscl.connectors.document import STREAM_NAME
-from xscl.connectors.errors import ConnectorIOError
 from xscl.connectors.feeds import FORMS
 from xscl.connectors.fetch import FeedStateStore, Fetcher, FetchPolicy
 from xscl.connectors.poller import FEED_SUFFIXES, Poller, PollSummary, expand_feed_sources
 from xscl.connectors.spool import Spool
+from xscl.errors import ConnectorIOError
 
 DEFAULT_SPOOL = "xscl-data/spool"
 

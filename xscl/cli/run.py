@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from xscl.cli.common import (
+    OUTPUT_ADVICE,
     load_queries,
     os_error_reason,
     parse_duration,
     print_errors,
     unwritable_file,
 )
-
-_OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
 
 #: Engine name -> module exposing ``run_batch(queries, input_path, output_path, *,
 #: allowed_lateness_micros)`` that returns a summary with ``results``,
@@ -47,17 +46,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
         epilog=(
             "engines: reference = the brute-force oracle (each query alone, straight from "
-            "the spec); local = the shared in-process engine (Stage 1 automaton + query "
+            "docs/language.md); local = the shared in-process engine (Stage 1 automaton + query "
             "templates); spark = the streaming job run once (availableNow) over a temporary "
             "spool, reusing an active SparkSession or starting a local one.\n"
             "example: xscl run --queries examples/thesis/queries.xscl "
             "--input examples/thesis/documents.jsonl --output /tmp/results.jsonl"
         ),
     )
-    parser.add_argument("--queries", required=True, metavar="FILE.xscl")
-    parser.add_argument("--input", required=True, metavar="DOCS.jsonl")
-    parser.add_argument("--output", required=True, metavar="RESULTS.jsonl")
-    parser.add_argument("--engine", choices=sorted(ENGINES), default="local")
+    parser.add_argument(
+        "--queries", required=True, metavar="FILE.xscl", help="the query file (docs/language.md)"
+    )
+    parser.add_argument(
+        "--input", required=True, metavar="DOCS.jsonl", help="document envelopes, one per line"
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="RESULTS.jsonl",
+        help="the result set, one JSON record per line (written atomically)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default="local",
+        help="which engine evaluates the queries (default %(default)s; see below)",
+    )
     parser.add_argument(
         "--allowed-lateness",
         metavar="DURATION",
@@ -89,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     problem = unwritable_file(args.output)
     if problem is not None:
-        print(f"xscl run: cannot write --output {args.output}: {problem}; {_OUTPUT_ADVICE}",
+        print(f"xscl run: cannot write --output {args.output}: {problem}; {OUTPUT_ADVICE}",
               file=sys.stderr)  # fmt: skip
         return 1
     engine: Any = importlib.import_module(ENGINES[args.engine])

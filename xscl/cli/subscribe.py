@@ -73,7 +73,8 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
 
 def run_subscribe(args: argparse.Namespace) -> int:
     from xscl.cli.common import print_errors
-    from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
+    from xscl.errors import SubscriptionError
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
@@ -95,7 +96,8 @@ def run_subscribe(args: argparse.Namespace) -> int:
 
 
 def run_unsubscribe(args: argparse.Namespace) -> int:
-    from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
+    from xscl.errors import SubscriptionError
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
@@ -182,7 +184,8 @@ def _registry_problem(home: Path, name: str, folder: Path) -> str | None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog, describe
+    from xscl.errors import SubscriptionError
+    from xscl.spark_plugin.subscriptions import SubscriptionLog, describe
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     problem = _registry_problem(Path(args.home), args.name, log.folder)

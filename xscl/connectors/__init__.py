@@ -2,7 +2,7 @@
 
 Modules (one job each):
 
-* ``errors``    -- ``XSCL-C0xx`` error codes and the dead-letter record.
+* ``dead_letters`` -- the dead-letter record of a rejected input (codes: ``xscl.errors``).
 * ``document``  -- the ``Document`` envelope and its JSONL form (spec section 4).
 * ``segment``   -- the spool's on-disk record format.
 * ``spool``     -- the durable, deduplicated, offset-addressed spool.
@@ -16,13 +16,11 @@ Modules (one job each):
 Only the light modules are re-exported here; import the others directly.
 """
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, format_ts, parse_ts
-from xscl.connectors.errors import ConnectorError, ConnectorIOError, DeadLetter
 from xscl.connectors.spool import Spool, SpoolReader
 
 __all__ = [
-    "ConnectorError",
-    "ConnectorIOError",
     "DeadLetter",
     "Document",
     "Spool",

@@ -26,9 +26,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import IO, Any
 
-from xscl.connectors.errors import (
+from xscl.connectors.dead_letters import DeadLetter
+from xscl.errors import (
     ConnectorError,
-    DeadLetter,
     EnvelopeFieldError,
     EnvelopeSyntaxError,
     StreamNameError,
@@ -188,8 +188,9 @@ def parse_envelope(text: str, *, source: str | None = None, line: int | None = N
     try:
         obj = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
     except ValueError as exc:
+        column = exc.colno if isinstance(exc, json.JSONDecodeError) and exc.lineno == 1 else None
         raise EnvelopeSyntaxError(
-            f"not valid JSON: {json_problem(exc)}", source=source, line=line
+            f"not valid JSON: {json_problem(exc)}", source=source, line=line, column=column
         ) from exc
     if not isinstance(obj, dict):
         raise EnvelopeSyntaxError(

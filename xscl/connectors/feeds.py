@@ -33,13 +33,8 @@ from typing import Any, Literal
 import feedparser
 from lxml import etree
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, check_stream_name
-from xscl.connectors.errors import (
-    DeadLetter,
-    DocumentTooLargeError,
-    FeedParseError,
-    ItemRecoveryError,
-)
 from xscl.connectors.normalize import normalize_entry
 from xscl.connectors.xmlsafe import (
     MAX_DOCUMENT_BYTES,
@@ -48,6 +43,7 @@ from xscl.connectors.xmlsafe import (
     split_tag,
     strip_xml_declaration,
 )
+from xscl.errors import DocumentTooLargeError, FeedParseError, ItemRecoveryError
 
 FeedForm = Literal["raw", "normalized"]
 FORMS: tuple[FeedForm, ...] = ("raw", "normalized")

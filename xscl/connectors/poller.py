@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from xscl.connectors.errors import DeadLetter
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.feeds import FeedForm, parse_feed
 from xscl.connectors.fetch import Fetcher
 from xscl.connectors.spool import Spool

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xscl.connectors.document import Document
-from xscl.connectors.errors import SpoolEncodeError
+from xscl.errors import SpoolEncodeError
 
 MAGIC = b"XSCLSEG1"
 HEADER = struct.Struct("<8sq")

@@ -57,7 +57,6 @@ from types import TracebackType
 
 from xscl.connectors.document import Document, check_stream_name
 from xscl.connectors.durable import fsync_dir
-from xscl.connectors.errors import SpoolCorruptError, SpoolLockedError
 from xscl.connectors.segment import (
     FRAME,
     FRAME_SIZE,
@@ -70,6 +69,7 @@ from xscl.connectors.segment import (
     scan_segment,
     segment_name,
 )
+from xscl.errors import SpoolCorruptError, SpoolLockedError
 
 #: Default size at which the active segment is sealed and a new one started.
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024

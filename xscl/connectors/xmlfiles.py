@@ -26,16 +26,16 @@ from pathlib import Path
 
 from lxml import etree
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import Document, check_stream_name, parse_ts
-from xscl.connectors.errors import (
+from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES, local_name, safe_parser
+from xscl.errors import (
     ConnectorError,
-    DeadLetter,
     DocumentTooLargeError,
     RecordPathError,
     TimestampError,
     XmlFileError,
 )
-from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES, local_name, safe_parser
 
 
 @dataclass(frozen=True)
@@ -180,9 +180,8 @@ def _one_document(path: Path, name: str, options: XmlFileOptions) -> Document | 
     except ConnectorError as exc:
         return DeadLetter.from_error(exc, stream=options.stream)
     except OSError as exc:
-        return DeadLetter(
-            source, None, options.stream, None, f"cannot read file: {exc}", XmlFileError.code
-        )
+        unreadable = XmlFileError(f"cannot read file: {exc}", source=source)
+        return DeadLetter.from_error(unreadable, stream=options.stream)
 
 
 def _records_of(path: Path, name: str, options: XmlFileOptions) -> Iterator[Document | DeadLetter]:
@@ -218,6 +217,5 @@ def _records_of(path: Path, name: str, options: XmlFileOptions) -> Iterator[Docu
         error = XmlFileError(f"not well-formed: {exc}", source=source, line=exc.lineno)
         yield DeadLetter.from_error(error, stream=options.stream)
     except OSError as exc:
-        yield DeadLetter(
-            source, None, options.stream, None, f"cannot read file: {exc}", XmlFileError.code
-        )
+        unreadable = XmlFileError(f"cannot read file: {exc}", source=source)
+        yield DeadLetter.from_error(unreadable, stream=options.stream)

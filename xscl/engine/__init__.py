@@ -8,14 +8,13 @@ per-document caches), ``local`` (``LocalEngine``), ``batch`` (``run_batch``).
 """
 
 from xscl.engine.batch import BatchSummary, run_batch
-from xscl.engine.local import EngineStats, LocalEngine, PublishCycleError
+from xscl.engine.local import EngineStats, LocalEngine
 from xscl.engine.output import ResultRecord, result_id
 
 __all__ = [
     "BatchSummary",
     "EngineStats",
     "LocalEngine",
-    "PublishCycleError",
     "ResultRecord",
     "result_id",
     "run_batch",

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import read_numbered_envelope_file
 from xscl.connectors.durable import write_lines_atomically
-from xscl.connectors.errors import DeadLetter
 from xscl.engine.local import LocalEngine
 from xscl.lang.ast import Query
 

@@ -1,16 +1,14 @@
 """Result records as JSON Lines bytes, escaping each shared piece of output XML once.
 
 A ``SELECT *`` result carries its documents' elements (spec 3.4), and every
-result of the same documents carries the same ones: on the feed benchmark at 10k
-subscriptions, 132,683 results of ~20.6 KB came from 8,723 items, and the
-streaming job's driver spent ~21 s in ``json.dumps`` escaping the same element
-texts again and again, ~13 s more encoding them to UTF-8. JSON string escaping
-works character by character, so the escape of a concatenation is the
-concatenation of the escapes: ``JsonLineEncoder`` keeps the escaped UTF-8 of each
-large piece (``ResultRecord.xml_parts``; the strings are the engine's cached
-serialisations, whose hash CPython keeps) and joins bytes. The line is
-byte-identical to ``json.dumps(record.to_json_dict(), ensure_ascii=False,
-separators=(",", ":"))`` plus a newline (tested).
+result of the same documents carries the same ones: escaping them again for each
+result dominated writing results on the feed benchmark (docs/benchmarks.md).
+JSON string escaping works character by character, so the escape of a
+concatenation is the concatenation of the escapes: ``JsonLineEncoder`` keeps the
+escaped UTF-8 of each large piece (``ResultRecord.xml_parts``; the strings are
+the engine's cached serialisations, whose hash CPython keeps) and joins bytes.
+The line is byte-identical to ``json.dumps(record.to_json_dict(),
+ensure_ascii=False, separators=(",", ":"))`` plus a newline (tested).
 
 Example::
 

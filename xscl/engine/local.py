@@ -2,8 +2,9 @@
 
 Per new document (thesis Algorithm 4, made order-independent):
 
-1. re-delivered (stream, docid): ignored; later than the allowed lateness: a
-   dead letter (reason ``late``); XML Stage 1 rejects: a dead letter;
+1. re-delivered (stream, docid): ignored; XML Stage 1 rejects: a dead letter
+   (its code, ``XSCL-X0xx``); later than the allowed lateness: a dead letter
+   (``XSCL-R008``, reason ``late``);
 2. Stage 1 evaluates every registered definition in one pass -> witnesses;
 3. the view cache gives the slices R_L,s for the document's strings;
 4. for every template and every block the document can fill, the role plan
@@ -37,6 +38,7 @@ from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
 from xscl.engine.stage1_claims import Requirement, Stage1Claims
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
+from xscl.errors import LateDocumentError, PublishCycleError, XsclError
 from xscl.lang.ast import Query
 from xscl.lang.normal_form.model import NormalQuery, VarDef
 from xscl.templates.canonical import Template
@@ -48,12 +50,6 @@ from xscl.xpath import DocumentRows, Stage1, Stage1Error
 _DOCS_INFO_CAPACITY = 4096
 
 
-class PublishCycleError(ValueError):
-    """Queries publish into streams they (transitively) read (spec 3.4); code XSCL-V005."""
-
-    code = "XSCL-V005"
-
-
 @dataclass(frozen=True)
 class Rejected:
     """A document the engine did not accept: why, with a stable code."""
@@ -62,6 +58,11 @@ class Rejected:
     docid: str
     reason: str
     code: str
+
+    @classmethod
+    def of(cls, stream: str, docid: str, error: XsclError) -> Rejected:
+        """The rejection an error stands for (its message and code)."""
+        return cls(stream, docid, error.message, error.code)
 
 
 @dataclass
@@ -313,6 +314,17 @@ class LocalEngine:
         if key in self.seen:
             self.stats.duplicates += 1
             return []
+        if witness is None:
+            try:
+                witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
+            except Stage1Error as exc:
+                witness = exc
+        if isinstance(witness, Stage1Error):  # checked first, as the reference and the job do
+            if not derived:  # delivered: its ts counts toward lateness (docs/language.md)
+                self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
+            self.stats.rejected += 1
+            self.stats.rejections.append(Rejected.of(stream, docid, witness))
+            return []
         lateness = self.allowed_lateness
         if (
             not derived
@@ -321,18 +333,7 @@ class LocalEngine:
             and ts < self.max_ts - lateness
         ):
             self.stats.late += 1
-            self.stats.rejections.append(Rejected(stream, docid, "late", "XSCL-R008"))
-            return []
-        if witness is None:
-            try:
-                witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
-            except Stage1Error as exc:
-                witness = exc
-        if isinstance(witness, Stage1Error):
-            if not derived:  # delivered: its ts counts toward lateness (docs/language.md)
-                self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
-            self.stats.rejected += 1
-            self.stats.rejections.append(Rejected(stream, docid, witness.message, witness.code))
+            self.stats.rejections.append(Rejected.of(stream, docid, LateDocumentError()))
             return []
         self.seen.add(key)
         self._seq += 1

@@ -56,10 +56,9 @@ class ResultRecord:
     Its XML is given whole (``built_xml``) or, for ``SELECT *``, as pieces
     (``xml_parts``: the documents' own element texts, shared by every result of
     the same documents). ``xml`` joins the pieces only when read: the sinks
-    encode the pieces, and joining ~17 KB per result eagerly cost 7% of a
-    micro-batch and 2.2 GiB of peak memory at 100k subscriptions
-    (docs/benchmarks.md). Records compare by their fields and ``xml``, however
-    it was given.
+    encode the pieces (joining them eagerly cost memory and time at 100k
+    subscriptions: docs/benchmarks.md). Records compare by their fields and
+    ``xml``, however it was given.
     """
 
     query: str

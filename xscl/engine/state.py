@@ -1,28 +1,27 @@
 """The join state of the local engine: R_docTS, R_doc and R_bin (thesis 6.3.1, Algorithm 2).
 
 Stage 1 hands over one document's witness rows (``DocumentRows``, from
-``Stage1.evaluate_rows`` or ``WitnessBatch.rows``); the engine
-keeps them as per-document hash maps, because every later access is a probe by
-(document, var pair, node): ``down[(var1, var2)][node1] -> [node2]`` and
-``up[(var1, var2)][node2] -> [node1]`` are R_bin hashed both ways, ``values``
-is Stage 1's ``values`` relation (node -> strval, once per node),
-``value_rows`` R_doc's (var, node, strval) rows rebuilt from ``value_nodes``
-and ``nodes[var]`` the bound nodes of each variable (from every relation). A
-measured note: probing Python dicts per tuple was faster than re-running
-pyarrow joins for the one-document deltas the engine sees (see
-docs/architecture.md).
+``Stage1.evaluate_rows``); the engine keeps them as per-document hash maps,
+because every later access is a probe by (document, var pair, node):
+``down[(var1, var2)][node1] -> [node2]`` and ``up[(var1, var2)][node2] ->
+[node1]`` are R_bin hashed both ways, ``values`` is Stage 1's ``values``
+relation (node -> strval, once per node), ``value_rows`` R_doc's (var, node,
+strval) rows rebuilt from ``value_nodes`` and ``nodes[var]`` the bound nodes of
+each variable (from every relation). Probing dicts per tuple beat joining Arrow
+tables for the one-document deltas the engine sees (docs/architecture.md).
 
-Example::
-
-    doc = DocState.from_witnesses("S", "d1", ts, xml, seq, batch)
-    doc.down[(x1, x2)]["0"]  ->  ["2", "3"]      # book 0 has authors 2 and 3
+>>> from xscl.xpath import DocumentRows
+>>> rows = DocumentRows([("0", "b")], [(1, "0")], [], [(1, 2, "0", "2"), (1, 2, "0", "3")])
+>>> doc = DocState.from_rows("S", "d1", 0, "<book/>", 1, rows)
+>>> doc.down[(1, 2)]["0"], doc.value_rows      # book 0 has authors 2 and 3
+(['2', '3'], [(1, '0', 'b')])
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xscl.xpath.witness import DocumentRows, WitnessBatch
+from xscl.xpath.witness import DocumentRows
 
 
 @dataclass(eq=False)
@@ -43,13 +42,6 @@ class DocState:
     @property
     def key(self) -> tuple[str, str]:
         return (self.stream, self.docid)
-
-    @classmethod
-    def from_witnesses(
-        cls, stream: str, docid: str, ts: int, xml: str, seq: int, batch: WitnessBatch
-    ) -> DocState:
-        """Index the witness rows of one document (Algorithm 2 for that document)."""
-        return cls.from_rows(stream, docid, ts, xml, seq, batch.rows())
 
     @classmethod
     def from_rows(

@@ -1,6 +1,6 @@
 """XSCL language: AST, parser, printer, errors, normal form and validation."""
 
-from xscl.lang.errors import (
+from xscl.errors import (
     ERROR_CODES,
     XsclError,
     XsclSyntaxError,

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import NoReturn
 
+from xscl.errors import XsclError, excerpt_at
 from xscl.lang.ast import (
     Axis,
     Block,
@@ -54,12 +55,6 @@ from xscl.lang.ast import (
     StringLiteral,
     TimeUnit,
     Window,
-)
-from xscl.lang.errors import (
-    XsclError,
-    XsclSyntaxError,
-    XsclValidationError,
-    excerpt_at,
 )
 
 __all__ = [
@@ -181,8 +176,7 @@ class _Parser:
 
     def to_error(self, failure: _Failure, qid: str | None) -> XsclError:
         span = self.span(failure.offset)
-        cls = XsclValidationError if failure.code.startswith("XSCL-V") else XsclSyntaxError
-        return cls(
+        return XsclError.from_code(
             failure.code,
             failure.message,
             qid=qid,

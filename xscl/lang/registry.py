@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from heapq import heapify, heappop, heappush
 
+from xscl.errors import XsclError
 from xscl.lang.ast import Query
-from xscl.lang.errors import XsclError
 from xscl.lang.normal_form import VarDef, canonical_variables, normalize
 from xscl.lang.normal_form.model import NormalQuery
 from xscl.lang.parser import parse_file

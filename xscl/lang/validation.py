@@ -38,8 +38,8 @@ from typing import Any
 
 import elementpath
 
+from xscl.errors import XsclValidationError, excerpt_at
 from xscl.lang.ast import FunctionPredicate, Query, Span
-from xscl.lang.errors import XsclValidationError, excerpt_at
 from xscl.lang.normal_form.paths import iter_steps, query_bindings
 from xscl.lang.normal_form.qualify_namespaces import namespace_map
 
@@ -55,7 +55,7 @@ def _error(
     text: str | None,
 ) -> XsclValidationError:
     span = span or query.span
-    return XsclValidationError(
+    return XsclValidationError.from_code(
         code,
         message,
         qid=query.qid,

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xscl.errors import XsclError
 from xscl.lang.ast import Query, QueryFile
-from xscl.lang.errors import XsclError
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
 from xscl.reference.documents import EnvelopeStats, read_envelopes

@@ -29,36 +29,11 @@ from typing import Any
 
 from lxml import etree
 
-from xscl.reference.timestamps import TimestampError, parse_ts
-from xscl.reference.xmltree import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_DEPTH,
-    DocTree,
-    XmlDocumentError,
-    parse_xml,
-)
+from xscl.errors import TimestampError, XmlDocumentError
+from xscl.reference.timestamps import parse_ts
+from xscl.reference.xmltree import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DocTree, parse_xml
 
 STREAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-#: Stable dead-letter codes of the reference evaluator and their meaning.
-DEAD_LETTER_CODES: dict[str, str] = {
-    "XSCL-R001": "line is not UTF-8 or not a JSON object",
-    "XSCL-R002": "envelope field missing or of the wrong type",
-    "XSCL-R003": "invalid ts (RFC 3339 date-time or seconds since the epoch expected)",
-    "XSCL-R004": "invalid stream name",
-    "XSCL-R005": "document larger than the configured limit",
-    "XSCL-R006": "malformed XML",
-    "XSCL-R007": "document nested deeper than the limit",
-    "XSCL-R008": "late: older than the allowed lateness",
-    "XSCL-R009": "entity reference that is never expanded",
-}
-_XML_ERROR_CODES = {
-    "malformed": "XSCL-R006",
-    "too_large": "XSCL-R005",
-    "too_deep": "XSCL-R007",
-    "entity": "XSCL-R009",
-}
-
 
 @dataclass(frozen=True)
 class Document:
@@ -108,7 +83,7 @@ class DeadLetter:
     stream: str | None
     docid: str | None
     reason: str
-    error_code: str
+    code: str
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -116,7 +91,7 @@ class DeadLetter:
             "stream": self.stream,
             "docid": self.docid,
             "reason": self.reason,
-            "error_code": self.error_code,
+            "code": self.code,
         }
 
 
@@ -160,7 +135,7 @@ def read_envelopes(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 stats.lines += 1
-                reject(number, None, None, f"line is not valid UTF-8: {exc}", "XSCL-R001")
+                reject(number, None, None, f"line is not valid UTF-8: {exc}", "XSCL-C001")
                 continue
         else:
             text = raw
@@ -173,24 +148,24 @@ def read_envelopes(
             # placed within the line: str(exc) says "line 1", next to the file's line number
             where = f"column {exc.colno}" if exc.lineno == 1 else f"character {exc.pos + 1}"
             reason = f"line is not valid JSON: {exc.msg} at {where}"
-            reject(number, None, None, reason, "XSCL-R001")
+            reject(number, None, None, reason, "XSCL-C001")
             continue
         except ValueError as exc:
-            reject(number, None, None, f"line is not valid JSON: {exc}", "XSCL-R001")
+            reject(number, None, None, f"line is not valid JSON: {exc}", "XSCL-C001")
             continue
         if not isinstance(envelope, dict):
-            reject(number, None, None, "line is not a JSON object", "XSCL-R001")
+            reject(number, None, None, "line is not a JSON object", "XSCL-C001")
             continue
         stream, docid, ts, xml = (envelope.get(k) for k in ("stream", "docid", "ts", "xml"))
         stream_s = stream if isinstance(stream, str) else None
         docid_s = docid if isinstance(docid, str) else None
         problem = _envelope_problem(stream, docid, ts, xml)
         if problem is not None:
-            reject(number, stream_s, docid_s, problem, "XSCL-R002")
+            reject(number, stream_s, docid_s, problem, "XSCL-C002")
             continue
         assert isinstance(stream, str) and isinstance(docid, str) and isinstance(xml, str)
         if not STREAM_NAME.fullmatch(stream):
-            reject(number, stream, docid, f"invalid stream name {stream!r}", "XSCL-R004")
+            reject(number, stream, docid, f"invalid stream name {stream!r}", "XSCL-C004")
             continue
         if (stream, docid) in seen:
             stats.duplicates += 1
@@ -198,12 +173,12 @@ def read_envelopes(
         try:
             ts_micros = parse_ts(ts)
         except TimestampError as exc:
-            reject(number, stream, docid, str(exc), "XSCL-R003")
+            reject(number, stream, docid, exc.message, exc.code)
             continue
         try:
             tree = parse_xml(xml, max_bytes=max_bytes, max_depth=max_depth)
         except XmlDocumentError as exc:
-            reject(number, stream, docid, str(exc), _XML_ERROR_CODES[exc.kind])
+            reject(number, stream, docid, exc.message, exc.code)
             # it was delivered: its ts counts toward lateness like any other (docs/language.md)
             max_ts = ts_micros if max_ts is None else max(max_ts, ts_micros)
             continue

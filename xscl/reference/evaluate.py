@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from xscl.errors import XmlDocumentError
 from xscl.lang.ast import Query
 from xscl.reference.documents import Document
 from xscl.reference.embed import BlockMatcher, Embedding
@@ -30,7 +31,7 @@ from xscl.reference.output import (
     first_step_node,
 )
 from xscl.reference.results import DocRef, ResultRecord, result_id
-from xscl.reference.xmltree import Node, XmlDocumentError, parse_xml
+from xscl.reference.xmltree import Node, parse_xml
 from xscl.reference.xpathfn import EvalStats, FunctionPredicates
 
 

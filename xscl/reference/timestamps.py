@@ -19,6 +19,8 @@ import re
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
+from xscl.errors import TimestampError
+
 MICROS_PER_SECOND = 1_000_000
 MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
@@ -31,12 +33,11 @@ _RFC3339 = re.compile(
 )
 
 
-class TimestampError(ValueError):
-    """A `ts` value that is not an RFC 3339 date-time or a number of seconds."""
-
-
 def parse_ts(value: object) -> int:
-    """Microseconds since the epoch for an envelope `ts` (string or number)."""
+    """Microseconds since the epoch for an envelope `ts` (string or number).
+
+    Raises ``TimestampError`` (``XSCL-C003``, the code every engine gives a bad ts).
+    """
     if isinstance(value, bool):
         raise TimestampError(f"ts must be an RFC 3339 string or a number, not {value!r}")
     if isinstance(value, str):

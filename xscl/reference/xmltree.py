@@ -43,22 +43,14 @@ from typing import Literal
 
 from lxml import etree
 
+from xscl.errors import XmlDocumentError
+
 XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 1000
 _XML_WHITESPACE = " \t\r\n"
 
 NodeKind = Literal["element", "attribute", "text"]
-
-
-class XmlDocumentError(ValueError):
-    """A document that is not acceptable XML; ``kind`` says why (malformed/too_large/too_deep)."""
-
-    def __init__(
-        self, kind: Literal["malformed", "too_large", "too_deep", "entity"], message: str
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def normalize_value(text: str) -> str:
@@ -79,28 +71,39 @@ def _new_parser() -> etree.XMLParser:
 def parse_xml(
     xml: str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> etree._ElementTree:
-    """Parse one document safely; raise ``XmlDocumentError`` when it is not acceptable."""
-    data = xml.encode("utf-8")
+    """Parse one document safely; raise ``XmlDocumentError`` when it is not acceptable.
+
+    Its codes are the public ones (``XSCL-X001``-``X005``): the same document gets
+    the same code here as in the engines, decided by this module's own checks.
+    """
+    try:
+        data = xml.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (a JSON "\\ud800" escape)
+        raise _rejected("XSCL-X004", f"text that is not Unicode: {exc}") from exc
     if len(data) > max_bytes:
-        raise XmlDocumentError(
-            "too_large", f"document is {len(data)} bytes, over the limit of {max_bytes} bytes"
+        raise _rejected(
+            "XSCL-X002", f"document is {len(data)} bytes, over the limit of {max_bytes} bytes"
         )
     try:
         root = etree.fromstring(data, _new_parser())
     except etree.XMLSyntaxError as exc:
         if "Excessive depth" in str(exc):
-            raise XmlDocumentError(
-                "too_deep", f"document nesting exceeds the parser's depth limit: {exc}"
+            raise _rejected(
+                "XSCL-X003", f"document nesting exceeds the parser's depth limit: {exc}"
             ) from exc
-        raise XmlDocumentError("malformed", f"malformed XML: {exc}") from exc
+        raise _rejected("XSCL-X001", f"malformed XML: {exc}") from exc
     for node in root.iter(etree.Entity):
-        raise XmlDocumentError("entity", f"entity reference {node.text} is never expanded")
+        raise _rejected("XSCL-X005", f"entity reference {node.text} is never expanded")
     depth = _max_depth(root)
     if depth > max_depth:
-        raise XmlDocumentError(
-            "too_deep", f"document nesting depth {depth} exceeds the limit of {max_depth}"
+        raise _rejected(
+            "XSCL-X003", f"document nesting depth {depth} exceeds the limit of {max_depth}"
         )
     return root.getroottree()
+
+
+def _rejected(code: str, message: str) -> XmlDocumentError:
+    return XmlDocumentError.from_code(code, message)
 
 
 def _max_depth(root: etree._Element) -> int:

@@ -5,30 +5,34 @@ Each result record (spec section 4) becomes one entry (RFC 4287):
 * ``id`` = ``urn:xscl:result:<result_id>`` (stable: re-adding a result replaces its
   entry, so replays never duplicate an entry);
 * ``updated`` = the result's end time (the latest timestamp of its documents);
-* ``title`` = the query id and the documents' ids;
-* ``content`` (``type="text"``) = the result XML as text (a CDATA section);
-* one ``link rel="related"`` per document whose docid is an http(s) URL.
+* ``title``, a ``link`` to the first document, a ``link rel="related"`` per other
+  document and an HTML ``content`` (join values, each document's title, stream and
+  time), made by ``feed_entry``;
+* ``xscl:result`` (namespace ``urn:xscl``) = the result XML as text, for programs.
 
-A feed keeps the latest ``max_entries`` results (default 200), newest first (by end
-time, then result id), and is replaced atomically (temporary file, ``fsync``,
-``rename``), so a feed reader polling the file never sees half a feed. Feeds live in
+The feed has the query's text as ``subtitle`` (when the writer knows the
+subscriptions), a ``link rel="self"`` and the newest entry's ``updated``. A feed keeps
+the latest ``max_entries`` results (default 200), newest first (by end time, then
+result id), and is replaced atomically (temporary file, ``fsync``, ``rename``), so a
+feed reader polling the file never sees half a feed. Feeds live in
 ``<directory>/<query_id>.atom``.
 
-It runs on the driver, once per micro-batch: ``add`` per result in ``foreachBatch``,
-then one ``flush`` (or ``write_feeds_from_results`` over a committed results
-directory). Being on the driver's critical path, it avoids redoing work:
+It runs in the job's output tasks (``job.sink``), once per micro-batch: ``add`` per
+result, then one ``flush``; or ``write_feeds_from_results`` over a committed results
+directory. A flush redoes no work it can avoid:
 
 * entries are rendered straight to UTF-8 bytes by templates: short fields escaped as
-  lxml escapes them, the content as CDATA (14-19% smaller than escaped result XML,
-  the same text to a reader). Characters XML 1.0 forbids (control characters, lone
-  surrogates, U+FFFE/F) become U+FFFD, where lxml raised and stopped the batch;
+  lxml escapes them, the result XML as CDATA (the same text to a reader, no escaping
+  growth). Characters XML 1.0 forbids become U+FFFD;
 * each feed's current entries stay in memory as ``(updated, id, bytes)``, so a flush
-  renders only the batch's new entries and writes header + cached bytes, without
-  re-reading and re-parsing the file it wrote itself. The cache is an LRU over feeds
-  bounded by total bytes (``cache_bytes``). A feed not in it (a new writer after a
-  restart, evicted, or changed on disk since our write, seen with one ``stat``) is
-  read back once with lxml; an unreadable feed is rebuilt with a logged warning;
+  renders only the batch's new entries. The cache is an LRU over feeds bounded by
+  total bytes (``cache_bytes``). A feed not in it (a new writer after a restart,
+  evicted, or changed on disk since our write, seen with one ``stat``) is read back
+  once: sliced by ``own_entries`` when this writer wrote it, else parsed with lxml
+  (its entries kept as they are); an unreadable feed is rebuilt with a logged warning;
 * a flush that would write the same bytes again (a replay) leaves the file alone.
+
+docs/benchmarks.md ("Atom feeds") has the measurements behind these choices.
 """
 
 from __future__ import annotations
@@ -38,20 +42,24 @@ import logging
 import os
 import re
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from lxml import etree
 
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.engine.pieces import PieceCache
+from xscl.spark_plugin.feed_entry import EntryText, entry_text
 from xscl.spark_plugin.results_sink import read_results
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
+#: Namespace of the ``xscl:result`` extension element (the raw result XML).
+XSCL_NS = "urn:xscl"
 DEFAULT_MAX_ENTRIES = 200
 #: Default bound of the rendered entries kept in memory, over all feeds.
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
@@ -106,8 +114,8 @@ def escape_text(text: str) -> bytes:
 def character_data(text: str) -> bytes:
     """Long text as a CDATA section (``]]>`` split): no escaping work, no growth.
 
-    Markup-heavy text (result XML) grows 14-19% when escaped. Text with ``\\r`` is
-    escaped instead: a CDATA section cannot keep it from becoming ``\\n``.
+    Markup-heavy text (result XML) grows when escaped. Text with ``\\r`` is escaped
+    instead: a CDATA section cannot keep it from becoming ``\\n``.
     """
     body = _cdata_body(text)
     if body == b"\r":
@@ -137,10 +145,6 @@ class FeedEntry(NamedTuple):
     data: bytes
 
 
-def _is_url(docid: str) -> bool:
-    return docid.startswith(("http://", "https://")) and " " not in docid
-
-
 def result_end_micros(record: Mapping[str, Any]) -> int:
     """The end time of a result: the latest timestamp of its documents."""
     return max(parse_ts(doc["ts"]) for doc in record["docs"])
@@ -152,26 +156,30 @@ def entry_id_of(record: Mapping[str, Any]) -> str:
 
 
 def render_entry(
-    entry_id: str, updated_micros: int, title: str, hrefs: Iterable[str], content: str | bytes
+    entry_id: str, updated_micros: int, text: EntryText, xml: str | bytes
 ) -> FeedEntry:
-    """One ``<entry>`` element (indented as in the feed) from its fields; ``content``
-    as text, or already as ``character_data`` gives it."""
-    links = b"".join(
-        b'    <link rel="related" href="' + escape_attribute(href) + b'"/>\n' for href in hrefs
+    """One ``<entry>`` element (indented as in the feed) from its fields; ``xml`` (the
+    result XML) as text, or already as ``character_data`` gives it."""
+    related = b"".join(
+        b'    <link rel="related" href="' + escape_attribute(href) + b'"/>\n'
+        for href in text.related
     )
     data = b"".join(
         (
-            b"  <entry>\n    <id>",
+            _ENTRY_START,
             escape_text(entry_id),
-            b"</id>\n    <title>",
-            escape_text(title),
-            b"</title>\n    <updated>",
+            _ID_END,
+            escape_text(text.title),
+            _TITLE_END,
             format_ts(updated_micros).encode("ascii"),
-            b"</updated>\n",
-            links,
-            b'    <content type="text">',
-            character_data(content) if isinstance(content, str) else content,
-            b"</content>\n  </entry>\n",
+            _UPDATED_END,
+            b'    <link href="' + escape_attribute(text.link) + b'"/>\n',
+            related,
+            _CONTENT_START,
+            escape_text(text.html),
+            _CONTENT_END,
+            character_data(xml) if isinstance(xml, str) else xml,
+            _ENTRY_END,
         )
     )
     return FeedEntry(updated_micros, entry_id, data)
@@ -183,13 +191,8 @@ def entry_of(
     """The Atom entry of one result record (``end_micros``: its end time, if known;
     ``content``: its XML as ``character_data``, if already made)."""
     updated = result_end_micros(record) if end_micros is None else end_micros
-    docids = [str(doc["docid"]) for doc in record["docs"]]
-    title = f"{record['query']}: " + ", ".join(
-        f"{doc['stream']}/{docid}" for doc, docid in zip(record["docs"], docids, strict=True)
-    )
-    hrefs = [docid for docid in docids if _is_url(docid)]
-    body = str(record.get("xml", "")) if content is None else content
-    return render_entry(entry_id_of(record), updated, title, hrefs, body)
+    xml = str(record.get("xml", "")) if content is None else content
+    return render_entry(entry_id_of(record), updated, entry_text(record), xml)
 
 
 def _safe_parser() -> etree.XMLParser:
@@ -197,10 +200,11 @@ def _safe_parser() -> etree.XMLParser:
 
 
 def read_entries(feed: Path) -> list[FeedEntry]:
-    """The entries of an existing feed file, re-rendered from their fields.
+    """The entries of an existing feed file.
 
-    A missing feed has none; an unreadable, oversized or corrupt one is rebuilt
-    from scratch (logged).
+    A feed this writer wrote is sliced (``own_entries``); any other is parsed and its
+    entries kept as they are. A missing feed has none; an unreadable, oversized or
+    corrupt one is rebuilt from scratch (logged).
     """
     try:
         if feed.stat().st_size > MAX_FEED_BYTES:
@@ -212,18 +216,12 @@ def read_entries(feed: Path) -> list[FeedEntry]:
         root = etree.fromstring(data, _safe_parser())
         entries = []
         for element in root.iterfind(_A + "entry"):
-            hrefs = [
-                link.get("href") or ""
-                for link in element.iterfind(_A + "link")
-                if link.get("rel") == "related"
-            ]
+            serialized = etree.tostring(element, encoding="UTF-8", with_tail=False)
             entries.append(
-                render_entry(
-                    element.findtext(_A + "id") or "",
+                FeedEntry(
                     parse_ts(element.findtext(_A + "updated") or ""),
-                    element.findtext(_A + "title") or "",
-                    hrefs,
-                    element.findtext(_A + "content") or "",
+                    element.findtext(_A + "id") or "",
+                    b"  " + serialized + b"\n",
                 )
             )
         return entries
@@ -234,15 +232,22 @@ def read_entries(feed: Path) -> list[FeedEntry]:
         return []
 
 
-_FEED_START = b"<?xml version='1.0' encoding='UTF-8'?>\n<feed xmlns=\"" + ATOM_NS.encode() + b'">\n'
+_FEED_START = (
+    b"<?xml version='1.0' encoding='UTF-8'?>\n<feed xmlns=\""
+    + ATOM_NS.encode()
+    + b'" xmlns:xscl="'
+    + XSCL_NS.encode()
+    + b'">\n'
+)
 _HEAD_END = b'  <generator uri="urn:xscl">xscl</generator>\n'
 _ENTRY_START = b"  <entry>\n    <id>"
 _ID_END = b"</id>\n    <title>"
 _TITLE_END = b"</title>\n    <updated>"
 _UPDATED_END = b"</updated>\n"
-_LINK_START = b'    <link rel="related" href="'
-_CONTENT_START = b'    <content type="text">'
-_ENTRY_END = b"</content>\n  </entry>\n"
+_LINK_START = b"    <link "
+_CONTENT_START = b'    <content type="html">'
+_CONTENT_END = b"</content>\n    <xscl:result>"
+_ENTRY_END = b"</xscl:result>\n  </entry>\n"
 
 
 def own_entries(data: bytes) -> list[FeedEntry] | None:
@@ -250,10 +255,9 @@ def own_entries(data: bytes) -> list[FeedEntry] | None:
     of its bytes without parsing; None for anything else (then lxml reads it).
 
     Re-reading a feed this writer wrote (after a restart, or when the feed fell out
-    of the cache) is then a scan, not a parse and a re-render: on the feed benchmark
-    at 10k subscriptions the lxml path was 18 of the driver's 110 busy seconds.
-    Text fields are escaped (no ``<`` or ``"`` inside), and a CDATA section cannot
-    hold ``]]>``, so every boundary below is unambiguous.
+    of the cache) is then a scan, not a parse. Text fields are escaped (no ``<`` or
+    ``"`` inside), and a CDATA section cannot hold ``]]>``, so every boundary below
+    is unambiguous.
     """
     try:
         if not data.startswith(_FEED_START):
@@ -273,12 +277,12 @@ def own_entries(data: bytes) -> list[FeedEntry] | None:
                 at = data.index(b'"/>\n', at + len(_LINK_START)) + 4
             if not data.startswith(_CONTENT_START, at):
                 return None
-            at += len(_CONTENT_START)
+            at = data.index(_CONTENT_END, at) + len(_CONTENT_END)
             if data.startswith(b"<![CDATA[", at):
                 while data.startswith(b"<![CDATA[", at):
                     at = data.index(b"]]>", at + 9) + 3
             else:
-                at = data.index(b"</content>", at)
+                at = data.index(b"</xscl:result>", at)
             if not data.startswith(_ENTRY_END, at):
                 return None
             at += len(_ENTRY_END)
@@ -299,22 +303,34 @@ def _unescape(text: bytes) -> str:
     )
 
 
-def render_feed(query_id: str, entries: Sequence[FeedEntry]) -> bytes:
-    """The Atom document of a query around its entries, given newest first."""
+def render_feed(
+    query_id: str,
+    entries: Sequence[FeedEntry],
+    *,
+    subtitle: str | None = None,
+    self_href: str | None = None,
+) -> bytes:
+    """The Atom document of a query around its entries, given newest first.
+
+    ``subtitle``: the query's text; ``self_href``: where the feed is read from.
+    """
     query = escape_text(query_id)
     updated = format_ts(entries[0].updated_micros if entries else 0).encode("ascii")
-    head = b"".join(
-        (
-            b"<?xml version='1.0' encoding='UTF-8'?>\n",
-            b'<feed xmlns="' + ATOM_NS.encode("ascii") + b'">\n',
-            b"  <id>urn:xscl:query:" + query + b"</id>\n",
-            b"  <title>xscl results of query " + query + b"</title>\n",
-            b"  <updated>" + updated + b"</updated>\n",
-            b"  <author>\n    <name>xscl</name>\n  </author>\n",
-            b'  <generator uri="urn:xscl">xscl</generator>\n',
-        )
-    )
-    return b"".join((head, *(entry.data for entry in entries), b"</feed>\n"))
+    head = [
+        _FEED_START,
+        b"  <id>urn:xscl:query:" + query + b"</id>\n",
+        b"  <title>xscl: " + query + b"</title>\n",
+    ]
+    if subtitle:
+        head.append(b"  <subtitle>" + escape_text(subtitle) + b"</subtitle>\n")
+    if self_href:
+        head.append(b'  <link rel="self" href="' + escape_attribute(self_href) + b'"/>\n')
+    head += [
+        b"  <updated>" + updated + b"</updated>\n",
+        b"  <author>\n    <name>xscl</name>\n  </author>\n",
+        _HEAD_END,
+    ]
+    return b"".join((*head, *(entry.data for entry in entries), b"</feed>\n"))
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -355,8 +371,38 @@ class _PendingFeed:
                 del self.records[oldest]
 
 
+class SubscribedTexts:
+    """The text of each subscribed query of a job's registry, re-read when it changes.
+
+    Called once per flush: the feeds' subtitles.
+    """
+
+    def __init__(self, registry: str | Path) -> None:
+        from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+        self.log = SubscriptionLog(registry)
+        self._version = -1
+        self._texts: dict[str, str] = {}
+
+    def __call__(self) -> Mapping[str, str]:
+        from xscl.lang.printer import format_query
+
+        versions = self.log.versions()
+        latest = versions[-1] if versions else 0
+        if latest != self._version:
+            current = self.log.current()
+            self._texts = {qid: format_query(q, with_id=False) for qid, q in current.items()}
+            self._version = latest
+        return self._texts
+
+
 class AtomFeedWriter:
-    """Keeps ``<directory>/<query_id>.atom`` up to date as results arrive (driver)."""
+    """Keeps ``<directory>/<query_id>.atom`` up to date as results arrive.
+
+    ``subtitles`` gives the queries' texts (``SubscribedTexts``), asked once per
+    flush; ``base_url`` is where the feeds are served (their ``rel="self"`` link; by
+    default each feed's ``file:`` URI).
+    """
 
     def __init__(
         self,
@@ -365,6 +411,8 @@ class AtomFeedWriter:
         max_entries: int = DEFAULT_MAX_ENTRIES,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         io_threads: int = DEFAULT_IO_THREADS,
+        subtitles: Callable[[], Mapping[str, str]] | None = None,
+        base_url: str | None = None,
     ) -> None:
         if max_entries <= 0:
             raise ValueError(f"max_entries must be positive, got {max_entries}")
@@ -373,6 +421,8 @@ class AtomFeedWriter:
         if io_threads <= 0:
             raise ValueError(f"io_threads must be positive, got {io_threads}")
         self.io_threads = io_threads
+        self.subtitles = subtitles
+        self.base_url = base_url
         self.directory = Path(directory)
         self.max_entries = max_entries
         self.cache_bytes = cache_bytes
@@ -386,6 +436,12 @@ class AtomFeedWriter:
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
+
+    def feed_url(self, query_id: str) -> str:
+        """Where a feed reader finds the feed (its ``rel="self"`` link)."""
+        if self.base_url is None:
+            return self.feed_path(query_id).resolve().as_uri()
+        return f"{self.base_url.rstrip('/')}/{quote(query_id, safe='')}.atom"
 
     @property
     def cached_feeds(self) -> int:
@@ -417,6 +473,7 @@ class AtomFeedWriter:
         if not newest:
             return {}
         self.directory.mkdir(parents=True, exist_ok=True)
+        texts = self.subtitles() if self.subtitles is not None else {}
         written = {}
         replaced = False
         with _FeedFiles(self.io_threads) as files:
@@ -426,7 +483,13 @@ class AtomFeedWriter:
                 entries = self._merge(current, pending.records)
                 if stamp is None or not _same_entries(entries, current):
                     replaced = True
-                    files.replace(path, render_feed(query_id, entries), query_id, entries)
+                    data = render_feed(
+                        query_id,
+                        entries,
+                        subtitle=texts.get(query_id),
+                        self_href=self.feed_url(query_id),
+                    )
+                    files.replace(path, data, query_id, entries)
                 else:
                     self._remember(query_id, entries, stamp)
                 written[query_id] = len(entries)
@@ -552,7 +615,14 @@ def _same_entries(entries: list[FeedEntry], current: dict[str, FeedEntry]) -> bo
 
 
 def write_feeds_from_results(
-    results: str | Path, feeds: str | Path, *, max_entries: int = DEFAULT_MAX_ENTRIES
+    results: str | Path,
+    feeds: str | Path,
+    *,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+    registry: str | Path | None = None,
 ) -> dict[str, int]:
-    """Build every query's feed from a committed ``xscl-results`` directory."""
-    return AtomFeedWriter(feeds, max_entries=max_entries).update(read_results(results))
+    """Build every query's feed from a committed ``xscl-results`` directory
+    (``registry``: the job's, for the queries' texts)."""
+    subtitles = SubscribedTexts(registry) if registry is not None else None
+    writer = AtomFeedWriter(feeds, max_entries=max_entries, subtitles=subtitles)
+    return writer.update(read_results(results))

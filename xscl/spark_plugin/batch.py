@@ -31,17 +31,17 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xscl.connectors.document import read_envelope_file
+from xscl.connectors.dead_letters import DeadLetter
+from xscl.connectors.document import read_numbered_envelope_file
 from xscl.connectors.durable import write_lines_atomically
-from xscl.connectors.errors import DeadLetter
 from xscl.connectors.spool import Spool
 from xscl.engine.batch import BatchSummary, deadletter_path_for
+from xscl.errors import SparkBatchError
 from xscl.lang.ast import Query
-from xscl.spark_plugin.errors import SparkBatchError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,21 +73,11 @@ def run_batch(
     source = str(input_path)
     output = Path(output_path)
     dead_path = deadletter_path_for(output)
-    dead: list[tuple[int, str]] = []
-    line_of_offset: dict[int, int] = {}
-    dropped = 0
     with tempfile.TemporaryDirectory(prefix="xscl-spark-run-") as work_dir:
         work = Path(work_dir)
         with Spool(work / "spool", sync=False) as spool:
-            for line, item in enumerate(read_envelope_file(Path(input_path)), start=1):
-                if isinstance(item, DeadLetter):
-                    dead.append((line, item.to_json()))
-                    continue
-                (offset,) = spool.append([item])
-                if offset is None:
-                    dropped += 1
-                else:
-                    line_of_offset[offset] = line
+            spooled = spool_input(Path(input_path), spool)
+        dead, line_of_offset = spooled.dead, spooled.line_of_offset
         registry = work / "registry"
         if queries:
             SubscriptionLog(registry).subscribe(registry_text(queries), source=source)
@@ -117,7 +107,7 @@ def run_batch(
     late = sum(1 for _offset, rejected in engine_dead if rejected["code"] == "XSCL-R008")
     return BatchSummary(
         documents=len(line_of_offset) - len(engine_dead),
-        duplicates=dropped,
+        duplicates=spooled.dropped,
         late=late,
         dead_letters=len(dead),
         results=len(records),
@@ -127,6 +117,37 @@ def run_batch(
         output_path=output,
         deadletter_path=dead_path,
     )
+
+
+@dataclass
+class SpooledInput:
+    """What ``spool_input`` did with an envelope file."""
+
+    #: (file line, dead-letter JSON) of each envelope that was rejected
+    dead: list[tuple[int, str]] = field(default_factory=list)
+    #: spool offset -> the file line of its envelope (for the engine's dead letters)
+    line_of_offset: dict[int, int] = field(default_factory=dict)
+    #: documents whose (stream, docid) the spool already held
+    dropped: int = 0
+
+
+def spool_input(input_path: Path, spool: Spool) -> SpooledInput:
+    """Append the good envelopes of the file to ``spool``, in file order (driver).
+
+    Every dead letter names the envelope's line in the file (blank lines count), as
+    the local engine's do, whether the envelope was bad or the engine rejects it.
+    """
+    spooled = SpooledInput()
+    for line, item in read_numbered_envelope_file(input_path):
+        if isinstance(item, DeadLetter):
+            spooled.dead.append((line, item.to_json()))
+            continue
+        (offset,) = spool.append([item])
+        if offset is None:
+            spooled.dropped += 1
+        else:
+            spooled.line_of_offset[offset] = line
+    return spooled
 
 
 def registry_text(queries: Sequence[Query]) -> str:

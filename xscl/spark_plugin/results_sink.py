@@ -54,7 +54,7 @@ from pyspark.sql.types import Row, StructType
 
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
-from xscl.spark_plugin.errors import DataSourceOptionError, ResultsDirectoryError
+from xscl.errors import DataSourceOptionError, ResultsDirectoryError
 
 FORMAT_NAME = "xscl-results"
 #: Values of the ``format`` option: how tasks write their part files.

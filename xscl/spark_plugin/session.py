@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xscl.spark_plugin.errors import JavaNotFoundError
+from xscl.errors import JavaNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -65,7 +65,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from xscl.spark_plugin.errors import DataSourceOptionError, SpoolReadError
+from xscl.errors import DataSourceOptionError, SpoolReadError
 
 FORMAT_NAME = "xscl-spool"
 #: Schema of the rows this source produces.

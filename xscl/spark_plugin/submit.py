@@ -23,13 +23,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xscl.connectors.durable import write_atomically
+from xscl.connectors.spool import read_head
+from xscl.errors import ConnectorIOError, JavaNotFoundError, SubscriptionError
 from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults
 from xscl.spark_plugin.results_sink import count_results, read_results
-from xscl.spark_plugin.subscriptions import SubscriptionError, SubscriptionLog
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+if TYPE_CHECKING:
+    from xscl.spark_plugin.session import XsclHome
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +72,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_job(args: argparse.Namespace) -> JobReport:
-    """Run the job with parsed options (driver); what it did."""
-    import xscl
+    """Run the job with parsed options (driver); what it did.
+
+    Everything a user can get wrong is checked before Spark starts and said in one
+    line: exit 2 for an unreadable or invalid ``--queries`` or a bad option, 1 for a
+    ``--home`` or ``--output`` that cannot be written or a spool that cannot be read.
+    """
     from xscl.cli.common import load_queries, parse_duration, print_errors
     from xscl.spark_plugin.session import XsclHome
 
@@ -77,18 +86,34 @@ def run_job(args: argparse.Namespace) -> JobReport:
         try:
             lateness = parse_duration(args.allowed_lateness)
         except ValueError as exc:
-            print(f"--allowed-lateness: {exc}", file=sys.stderr)
+            print(f"xscl serve: --allowed-lateness: {exc}", file=sys.stderr)
+            return JobReport(2)
+    text = None
+    if args.queries:
+        try:
+            text = Path(args.queries).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"xscl serve: cannot read --queries {args.queries}: {_reason(exc)}",
+                  file=sys.stderr)  # fmt: skip
             return JobReport(2)
     home = XsclHome(Path(args.home).resolve())
+    problem = _unwritable(args)
+    if problem is not None:
+        print(f"xscl serve: {problem}", file=sys.stderr)
+        return JobReport(1)
     log = SubscriptionLog(home.registry / args.name)
-    if args.queries and not log.versions():
+    if text is not None and not log.versions():
         # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
         try:
-            log.subscribe(Path(args.queries).read_text(encoding="utf-8"), source=args.queries)
+            log.subscribe(text, source=args.queries)
         except SubscriptionError as exc:
-            print(f"xscl: {exc}", file=sys.stderr)
+            print(f"xscl serve: {exc}", file=sys.stderr)
             print_errors(exc.errors, source=args.queries)
             return JobReport(2)
+        except OSError as exc:
+            print(f"xscl serve: cannot write the job's registry {log.folder}: "
+                  f"{_reason(exc)}; {_HOME_ADVICE}", file=sys.stderr)  # fmt: skip
+            return JobReport(1)
     elif args.queries:
         loaded = load_queries(args.queries)
         if loaded.errors:
@@ -96,22 +121,80 @@ def run_job(args: argparse.Namespace) -> JobReport:
             return JobReport(2)
         if set(log.current()) != {q.qid for q in loaded.queries}:
             print(
-                f"xscl: the job's registry {log.folder} already holds other subscriptions; "
-                "--queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
+                f"xscl serve: the job's registry {log.folder} already holds other "
+                "subscriptions; --queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
                 file=sys.stderr,
             )
     elif not log.versions():
         print(
-            f"xscl: no queries: give --queries FILE or 'xscl subscribe FILE --home {args.home} "
-            f"--name {args.name}' first",
+            f"xscl serve: no queries: give --queries FILE or 'xscl subscribe FILE --home "
+            f"{args.home} --name {args.name}' first",
             file=sys.stderr,
         )
         return JobReport(2)
+    spool = Path(args.spool).resolve() if args.spool else home.spool
+    try:
+        waiting = read_head(spool)
+    except OSError as exc:  # a ConnectorIOError too: a damaged HEAD
+        print(f"xscl serve: cannot read the spool {spool}: {_reason(exc)}; give --spool "
+              "the folder 'xscl poll --spool' fills", file=sys.stderr)  # fmt: skip
+        return JobReport(1)
+    if waiting == 0:
+        print(f"xscl serve: nothing in the spool {spool}: fill it with `xscl poll --spool "
+              f"{spool} FEED...`", file=sys.stderr)  # fmt: skip
+    try:
+        return _start(args, home, log, spool, lateness)
+    except JavaNotFoundError as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(1)
+    except OSError as exc:  # the home changed under us, the disk filled up, ...
+        print(f"xscl serve: I/O error: {_reason(exc)} (--home {args.home}); {_HOME_ADVICE}",
+              file=sys.stderr)  # fmt: skip
+        return JobReport(1)
+
+
+#: What to do about a home that cannot be written.
+_HOME_ADVICE = "pass a --home you can write to"
+
+
+def _unwritable(args: argparse.Namespace) -> str | None:
+    """Why the job could not write its ``--home`` or ``--output``; None when it can."""
+    from xscl.cli.common import OUTPUT_ADVICE, unwritable_file, unwritable_folder
+
+    problem = unwritable_folder(args.home)
+    if problem is not None:
+        return f"cannot write --home {args.home}: {problem}; {_HOME_ADVICE}"
+    if args.output:
+        problem = unwritable_file(args.output)
+        if problem is not None:
+            return f"cannot write --output {args.output}: {problem}; {OUTPUT_ADVICE}"
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for an error reading or writing a path."""
+    from xscl.cli.common import os_error_reason
+
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, OSError) and not isinstance(exc, ConnectorIOError):
+        return os_error_reason(exc)
+    return str(exc)
+
+
+def _start(
+    args: argparse.Namespace,
+    home: XsclHome,
+    log: SubscriptionLog,
+    spool: Path,
+    lateness: int | None,
+) -> JobReport:
+    """Build the session and the plan, run the streaming query until it stops (driver)."""
+    import xscl
     from xscl.spark_plugin.job.plan import JobPlan, start_job
     from xscl.spark_plugin.progress import ProgressPrinter
     from xscl.spark_plugin.session import build_session
 
-    spool = Path(args.spool).resolve() if args.spool else home.spool
     output = home.results / args.name
     print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
     spark = build_session(args.master, f"xscl-{args.name}", home=home.root)
@@ -155,7 +238,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         batches=batches,
     )
     if query.exception() is not None:
-        print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
+        print(f"xscl serve: the streaming query failed: {query.exception()}", file=sys.stderr)
         report.exit_code = 1
         return report
     if args.output:

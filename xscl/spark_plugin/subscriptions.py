@@ -35,43 +35,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xscl.connectors.durable import create_exclusively, write_atomically
+from xscl.errors import PublishCycleError, SubscriptionError
 from xscl.lang.ast import Query
-from xscl.lang.errors import XsclError
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
 
 #: Digits of an event number in its file name.
 _DIGITS = 8
-
-
-class SubscriptionError(ValueError):
-    """A subscribe/unsubscribe that cannot be applied; ``code`` is stable, XSCL-S0xx."""
-
-    def __init__(self, code: str, message: str, errors: Sequence[XsclError] = ()) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        #: the query file's parse/validation errors, when that is the reason
-        self.errors = tuple(errors)
-
-
-#: The file has invalid queries (``errors`` lists them).
-INVALID_QUERIES = "XSCL-S010"
-#: A query id is already subscribed.
-DUPLICATE_ID = "XSCL-S011"
-#: No such subscribed query id.
-UNKNOWN_ID = "XSCL-S012"
-#: PUBLISH/FROM references would form a cycle with the subscribed queries.
-PUBLISH_CYCLE = "XSCL-S013"
-#: An event file is unreadable (a damaged registry).
-BAD_EVENT = "XSCL-S014"
 
 
 @dataclass(frozen=True)
@@ -125,7 +102,7 @@ class SubscriptionLog:
                 str(data.get("source", "")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SubscriptionError(BAD_EVENT, f"cannot read {path}: {exc}") from exc
+            raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
         self._cache[version] = event
         return event
 
@@ -153,25 +130,25 @@ class SubscriptionLog:
         good, invalid = validate_all(list(parsed.queries), text=text)
         errors = tuple(parsed.errors) + tuple(invalid)
         if errors:
-            raise SubscriptionError(
-                INVALID_QUERIES, f"{len(errors)} invalid quer(ies) in {source}", errors
+            raise SubscriptionError.from_code(
+                "XSCL-S010", f"{len(errors)} invalid quer(ies) in {source}", errors=errors
             )
         current = self.current()
         taken = [q.qid for q in good if q.qid in current]
         if taken:
-            raise SubscriptionError(
-                DUPLICATE_ID,
+            raise SubscriptionError.from_code(
+                "XSCL-S011",
                 f"already subscribed: {', '.join(taken)} (unsubscribe first, or label the "
                 "queries with new ids: 'ID: query;')",
             )
-        from xscl.engine.local import PublishCycleError, check_publish_cycles
+        from xscl.engine.local import check_publish_cycles
 
         try:
             # only a publishing query can be on a cycle: the others are not normalised
             publishing = [q for q in [*current.values(), *good] if q.publish is not None]
             check_publish_cycles([normalize(q) for q in publishing])
         except PublishCycleError as exc:
-            raise SubscriptionError(PUBLISH_CYCLE, str(exc)) from exc
+            raise SubscriptionError.from_code("XSCL-S013", exc.message) from exc
         return self._append("subscribe", [q.qid for q in good], text, source)
 
     def unsubscribe(self, ids: Iterable[str]) -> SubscriptionEvent:
@@ -180,7 +157,7 @@ class SubscriptionLog:
         current = self.current()
         unknown = [i for i in wanted if i not in current]
         if unknown:
-            raise SubscriptionError(UNKNOWN_ID, f"not subscribed: {', '.join(unknown)}")
+            raise SubscriptionError.from_code("XSCL-S012", f"not subscribed: {', '.join(unknown)}")
         return self._append("unsubscribe", wanted, "", "")
 
     def _append(self, op: str, ids: list[str], text: str, source: str) -> SubscriptionEvent:
@@ -236,7 +213,9 @@ def apply_event(queries: dict[str, Query], event: SubscriptionEvent) -> None:
         for qid in event.ids:
             queries.pop(qid, None)
     else:
-        raise SubscriptionError(BAD_EVENT, f"event {event.version}: unknown op {event.op!r}")
+        raise SubscriptionError.from_code(
+            "XSCL-S014", f"event {event.version}: unknown op {event.op!r}"
+        )
 
 
 def describe(event: SubscriptionEvent) -> dict[str, Any]:

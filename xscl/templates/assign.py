@@ -5,10 +5,15 @@
 query variable (and which effective definition, with dropped branches folded in)
 fills each meta-variable of the template.
 
-Example: for thesis Q2 (``x1[./author->x2][./category->x7] FOLLOWED BY {x2=x5 AND
-x7=x8, 1d} x4[./author->x5][./category->x8]``) the names are
-``('x1', 'x2', 'x7', 'x4', 'x5', 'x8')`` and windows ``(86400000000,)``: the
-row ``Q2 x1 x2 x7 x4 x5 x8 1d`` of the thesis's Table 6.4(a).
+Thesis Q2 gives the row ``Q2 x1 x2 x7 x4 x5 x8 1d`` of the thesis's Table 6.4(a):
+
+>>> from xscl.lang.normal_form import normalize
+>>> from xscl.lang.parser import parse_query
+>>> row = assign_template(normalize(parse_query(
+...     "Q2: S//book->x1[./author->x2][./category->x7]"
+...     " FOLLOWED BY {x2=x5 AND x7=x8, 1d} S//blog->x4[./author->x5][./category->x8]")))
+>>> row.qid, row.names, row.windows
+('Q2', ('x1', 'x2', 'x7', 'x4', 'x5', 'x8'), (86400000000,))
 """
 
 from __future__ import annotations

@@ -10,16 +10,33 @@ of the template: they are the columns of the template's query table R_T.
 Algorithm: colour refinement (a node's colour = its block, document flag, depth,
 then iteratively the colours of its parent, children and value neighbours),
 then individualisation of the first non-singleton colour class, one member at a
-time, recursively (the search tree of nauty, without automorphism pruning).
-Every leaf of the search gives a discrete colouring; its encoding lists the
+time, recursively (the search tree of nauty, with its automorphism pruning:
+``_Search``). Every leaf of the search gives a discrete colouring; its encoding
+lists the
 nodes block by block in pre-order with children sorted by colour. The smallest
 encoding is the template. Colours are ranks of sorted signatures, never
 hashes, so the result does not depend on node names or input order.
 
-Example: Q1, Q2 and Q3 of the thesis's Table 6.2 all reduce to
-``Template(kinds=('FOLLOWED BY',), blocks=(0, 0, 0, 1, 1, 1),
-parents=(-1, 0, 0, -1, 3, 3), documents=(False,)*6, value_edges=((1, 4), (2, 5)))``:
-meta-variables var1..var6 are x1 x2 x3 x4 x5 x6 for Q1 (thesis Figure 6.5).
+Q1 and Q2 of the thesis's Table 6.2 share one template; meta-variables
+var1..var6 are x1 x2 x3 x4 x5 x6 for Q1 (thesis Figure 6.5):
+
+>>> from xscl.lang.normal_form import normalize
+>>> from xscl.lang.parser import parse_query
+>>> from xscl.templates.graph_minor import reduce_join_graph
+>>> from xscl.templates.join_graph import build_join_graph
+>>> def template(text: str) -> tuple[Template, tuple[str, ...]]:
+...     graph = build_join_graph(normalize(parse_query(text)))
+...     return canonical_template(reduce_join_graph(graph))
+>>> q1, names = template("S//book->x1[./author->x2][./title->x3]"
+...     " FOLLOWED BY {x2=x5 AND x3=x6, 1h} S//blog->x4[./author->x5][./title->x6]")
+>>> q1.kinds, q1.blocks, q1.parents, q1.value_edges
+(('FOLLOWED BY',), (0, 0, 0, 1, 1, 1), (-1, 0, 0, -1, 3, 3), ((1, 4), (2, 5)))
+>>> names
+('x1', 'x2', 'x3', 'x4', 'x5', 'x6')
+>>> q2, _ = template("S//book->x1[./category->x7][./author->x2]"
+...     " FOLLOWED BY {x7=x8 AND x2=x5, 1d} S//blog->x4[./author->x5][./category->x8]")
+>>> q2 == q1
+True
 """
 
 from __future__ import annotations

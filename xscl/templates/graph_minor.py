@@ -15,10 +15,21 @@ Three rules, applied in order to every block's tree:
 3. **Contract single-child nodes**: an unjoined node with exactly one child is
    removed and its child hangs from its parent (an ancestor-descendant edge).
 
-Example: ``S//a->x0[./b->x1[./c->x2][./d->x3]][./e->x4]`` joined on x2 and x3,
-x4 only selected: rule 1 drops x4 folding ``[./e]`` into x0's step (x1..x3 become
-``S//a[./e]/b...``), rule 2 drops #doc0 and x0 (the LCA is x1), rule 3 has
-nothing to contract: the reduced block is x1 with children x2, x3.
+Example: block 0 joined on x2 and x3, x4 only selected: rule 1 drops x4, folding
+``[./e]`` into x0's step (x1..x3 become ``S//a[./e]/b...``), rule 2 drops #doc0 and
+x0 (the LCA is x1), rule 3 has nothing to contract; block 1 keeps w, y, z:
+
+>>> from xscl.lang.explain import format_definition
+>>> from xscl.lang.normal_form import normalize
+>>> from xscl.lang.parser import parse_query
+>>> from xscl.templates.join_graph import build_join_graph
+>>> reduced = reduce_join_graph(build_join_graph(normalize(parse_query(
+...     "SELECT x4 FROM S//a->x0[./b->x1[./c->x2][./d->x3]][./e->x4]"
+...     " JOIN {x2=y AND x3=z, 1h} T//f->w[./y->y][./z->z]"))))
+>>> [(node.name, format_definition(node.definition)) for node in reduced.nodes[:3]]
+[('x1', 'S//a[./e]/b'), ('x2', 'S//a[./e]/b/c'), ('x3', 'S//a[./e]/b/d')]
+>>> reduced.structural
+(('x1', 'x2'), ('x1', 'x3'), ('w', 'y'), ('w', 'z'))
 """
 
 from __future__ import annotations

@@ -7,13 +7,19 @@ block's ``exists`` path). Structural edges are the blocks' pattern edges
 equalities, undirected. A chain ``B0 op1 B1 op2 B2`` is one graph with three
 block trees; the operators' kinds and windows ride along.
 
-Example (thesis Table 6.2, Q1)::
+Thesis Table 6.2, Q1:
 
-    S//book->x1[./author->x2][./title->x3]
-      FOLLOWED BY {x2=x5 AND x3=x6, 1h} S//blog->x4[./author->x5][./title->x6]
-
-gives nodes #doc0 x1 x2 x3 #doc1 x4 x5 x6, structural edges
-(#doc0,x1) (x1,x2) (x1,x3) (#doc1,x4) (x4,x5) (x4,x6), value edges (x2,x5) (x3,x6).
+>>> from xscl.lang.normal_form import normalize
+>>> from xscl.lang.parser import parse_query
+>>> graph = build_join_graph(normalize(parse_query(
+...     "S//book->x1[./author->x2][./title->x3]"
+...     " FOLLOWED BY {x2=x5 AND x3=x6, 1h} S//blog->x4[./author->x5][./title->x6]")))
+>>> [node.name for node in graph.nodes]
+['#doc0', 'x1', 'x2', 'x3', '#doc1', 'x4', 'x5', 'x6']
+>>> graph.structural
+(('#doc0', 'x1'), ('x1', 'x2'), ('x1', 'x3'), ('#doc1', 'x4'), ('x4', 'x5'), ('x4', 'x6'))
+>>> graph.value, graph.kinds
+((('x2', 'x5'), ('x3', 'x6')), ('FOLLOWED BY',))
 """
 
 from __future__ import annotations

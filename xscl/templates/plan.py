@@ -10,16 +10,28 @@ as SQL. Relations (a document ``D`` is the pair (stream, docid)):
 * ``R_match(D, var, node)`` — documents matching a block that joins nothing;
 * ``R_T(qid, var1..varN, w1..wm, op1..opm)`` — one row per query of the template.
 
-Example (thesis Q1/Q2/Q3 template)::
+The thesis's Q1/Q2/Q3 template:
 
-    R_out(qid, D0, D1, N1, N2, N3, N4, N5, N6) :-
-      R_T(qid, V1, V2, V3, V4, V5, V6, W1, OP1),
-      R_docTS(D0, T0), R_docTS(D1, T1),
-      R_bin(D0, V1, V2, N1, N2), R_bin(D0, V1, V3, N1, N3),
-      R_bin(D1, V4, V5, N4, N5), R_bin(D1, V4, V6, N4, N6),
-      R_doc(D0, V2, N2, S1), R_doc(D1, V5, N5, S1),
-      R_doc(D0, V3, N3, S2), R_doc(D1, V6, N6, S2),
-      S1 != '', S2 != '', D0 != D1, window(OP1, W1, [T0], T1).
+>>> from xscl.templates.canonical import Template
+>>> q1 = Template(("FOLLOWED BY",), (0, 0, 0, 1, 1, 1), (-1, 0, 0, -1, 3, 3), (False,) * 6,
+...               ((1, 4), (2, 5)))
+>>> print(template_plan(q1).to_datalog())
+R_out(qid, D0, D1, N1, N2, N3, N4, N5, N6) :-
+  R_T(qid, V1, V2, V3, V4, V5, V6, W1, OP1),
+  R_docTS(D0, T0),
+  R_docTS(D1, T1),
+  R_bin(D0, V1, V2, N1, N2),
+  R_bin(D0, V1, V3, N1, N3),
+  R_bin(D1, V4, V5, N4, N5),
+  R_bin(D1, V4, V6, N4, N6),
+  R_doc(D0, V2, N2, S1),
+  R_doc(D1, V5, N5, S1),
+  R_doc(D0, V3, N3, S2),
+  R_doc(D1, V6, N6, S2),
+  S1 != '',
+  S2 != '',
+  D0 != D1,
+  window(OP1, W1, [T0], T1).
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@ so ``ShapeMemo`` computes each shape once. Measured (benchmarks/registration):
 1.27x on normalisation and assignment at 100k subscriptions; nothing at 1k
 and 10k, where the normal form's own LRU caches already catch the repeats.
 
-Example::
-
-    memo = ShapeMemo()
-    a = memo.normal(parse_query("A: s/a->x JOIN {x = y, 1h} s/b->y"))
-    b = memo.normal(parse_query("B: s/a->x JOIN {x = y, 1h} s/b->y"))
-    assert b.blocks is a.blocks and b.qid == "B"        # computed once
-    assert memo.assignment(b).template is memo.assignment(a).template
+>>> from xscl.lang.parser import parse_query
+>>> memo = ShapeMemo()
+>>> a = memo.normal(parse_query("A: s/a->x JOIN {x = y, 1h} s/b->y"))
+>>> b = memo.normal(parse_query("B: s/a->x JOIN {x = y, 1h} s/b->y"))
+>>> b.blocks is a.blocks, b.qid          # computed once
+(True, 'B')
+>>> memo.assignment(b).template is memo.assignment(a).template
+True
 
 The memo keeps at most ``max_shapes`` shapes (oldest first out); the results
 equal ``normalize`` and ``assign_template`` on the query itself (tested).

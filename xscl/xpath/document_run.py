@@ -8,12 +8,10 @@ Per element the DFA gives a :class:`~xscl.xpath.automaton.State` whose
 precomputed :class:`~xscl.xpath.emission.Emission` says which var ids
 need a value, a node or a pair row: the element's string value is computed
 at most once (shared by every var and memoised with the predicates'), its
-node id is an interned string stored once in the builder's node table, and
-rows are appended column-wise as ints.  For ``Stage1.evaluate_rows`` the
-same walk appends Python tuples straight to a :class:`DocumentRows` instead
-(``rows`` mode): each emission caches its rows per node id, and documents
-repeat their node ids, so a warm element's hundreds of ``value_nodes`` rows
-are one ``list.extend`` of shared tuples.
+node id is an interned string, and the rows are appended as Python tuples to
+a :class:`DocumentRows`: each emission caches its rows per node id, and
+documents repeat their node ids, so a warm element's hundreds of
+``value_nodes`` rows are one ``list.extend`` of shared tuples.
 """
 
 from __future__ import annotations
@@ -23,9 +21,9 @@ from unicodedata import normalize as nfc
 
 from lxml import etree
 
+from xscl.errors import XmlDocumentError
 from xscl.xpath.automaton import Automaton, BindPlan, State
-from xscl.xpath.emission import Emission, FixedPairs, PairSpec, int_array
-from xscl.xpath.errors import TOO_DEEP, Stage1Error
+from xscl.xpath.emission import Emission, FixedPairs, PairSpec
 from xscl.xpath.nodes import (
     AttributeNode,
     TextNode,
@@ -35,13 +33,9 @@ from xscl.xpath.nodes import (
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import entity_error
 from xscl.xpath.strings import XML_WHITESPACE, normalize
-from xscl.xpath.witness import DocumentRows, WitnessBuilder, element_ids
+from xscl.xpath.witness import DocumentRows, element_ids
 
 _ENTITY = etree.Entity
-
-#: Never written to: the columns (rows) a walk in rows (columns) mode binds but never uses.
-_UNUSED_BUILDER = WitnessBuilder()
-_UNUSED_ROWS = DocumentRows([], [], [], [])
 
 
 def walk_checks_only(root: etree._Element, max_depth: int) -> None:
@@ -53,17 +47,15 @@ def walk_checks_only(root: etree._Element, max_depth: int) -> None:
         parent = element.getparent()
         level = 1 if parent is None else depth[parent] + 1
         if level > max_depth:
-            raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+            raise XmlDocumentError.from_code("XSCL-X003", f"nesting deeper than {max_depth}")
         depth[element] = level
 
 
 class DocumentRun:
-    """One document: walk, states per element, rows into a :class:`WitnessBuilder`
-    (Arrow path) or straight into a :class:`DocumentRows` (``Stage1.evaluate_rows``)."""
+    """One document: walk, states per element, rows into a :class:`DocumentRows`."""
 
     __slots__ = (
         "automaton",
-        "builder",
         "evaluator",
         "ids",
         "parents",
@@ -73,22 +65,13 @@ class DocumentRun:
     )
 
     def __init__(
-        self,
-        automaton: Automaton,
-        evaluator: PredicateEvaluator,
-        sink: WitnessBuilder | DocumentRows,
+        self, automaton: Automaton, evaluator: PredicateEvaluator, rows: DocumentRows
     ) -> None:
-        """``sink``: Arrow-ready columns (``WitnessBuilder``) or one document's tuples."""
         self.automaton = automaton
         self.evaluator = evaluator
         #: the interned element ids (one shared list, grown in place by ``element_ids``)
         self.ids = element_ids(1024)
-        if isinstance(sink, DocumentRows):
-            self.rows: DocumentRows | None = sink
-            self.builder = _UNUSED_BUILDER
-        else:
-            self.rows = None
-            self.builder = sink
+        self.rows = rows
         #: per element (pre-order index): its DFA state and its parent's index
         self.states: list[State] = []
         self.parents: list[int] = []
@@ -103,24 +86,9 @@ class DocumentRun:
         evaluator = self.evaluator
         element_value = evaluator.element_value
         strings = evaluator.strings
-        builder = self.builder
-        node_ids = builder.node_ids
-        value_refs, value_strs = builder.value_refs, builder.value_strs
-        member_var, member_refs, member_counts = (
-            builder.member_var,
-            builder.member_refs,
-            builder.member_counts,
-        )
-        match_var, match_refs, match_counts = (
-            builder.match_var,
-            builder.match_refs,
-            builder.match_counts,
-        )
         states, parents = self.states, self.parents
-        rows = self.rows
-        value_rows, value_node_rows, match_rows, bind_rows = _UNUSED_ROWS if rows is None else rows
-        attributes = self._attributes if rows is None else self._attributes_rows
-        texts = self._texts if rows is None else self._texts_rows
+        value_rows, value_node_rows, match_rows, bind_rows = self.rows
+        attributes, texts = self._attributes, self._texts
         #: pre-order indices of the open elements, root first (the current path)
         path = self.path
         start = automaton.start()
@@ -136,7 +104,9 @@ class DocumentRun:
                 raise entity_error(element)  # only entity references reach here
             if path:
                 if len(path) >= max_depth:
-                    raise Stage1Error(TOO_DEEP, f"nesting deeper than {max_depth}")
+                    raise XmlDocumentError.from_code(
+                        "XSCL-X003", f"nesting deeper than {max_depth}"
+                    )
                 parent_index = path[-1]
                 source = states[parent_index]
             else:
@@ -171,9 +141,7 @@ class DocumentRun:
             states.append(state)
             parents.append(parent_index)
             output = state.output
-            if output is None:
-                pass
-            elif rows is not None:
+            if output is not None:
                 if index >= len(ids):
                     ids = element_ids(index + 1)
                 node = ids[index]
@@ -201,24 +169,6 @@ class DocumentRun:
                         bind_rows.extend(
                             group.rows_of(parent, node) if cached_bind is None else cached_bind
                         )
-            else:
-                ref = len(node_ids)
-                if index >= len(ids):
-                    ids = element_ids(index + 1)
-                node_ids.append(ids[index])
-                if output.values:
-                    value_refs.append(ref)
-                    value = strings.get(element)
-                    value_strs.append(element_value(element) if value is None else value)
-                    member_var.extend(output.value_array)
-                    member_refs.append(ref)
-                    member_counts.append(len(output.values))
-                if output.nodes:
-                    match_var.extend(output.node_array)
-                    match_refs.append(ref)
-                    match_counts.append(len(output.nodes))
-                if output.pairs:
-                    self._bind(output, ref, index, True)
             if state.attribute_index:
                 items: list[tuple[str, str]] = element.items()
                 if items:
@@ -227,28 +177,24 @@ class DocumentRun:
                 texts(state, element, index)
             index += 1
 
-    def _emit(self, emission: Emission, ref: int, raw: str, owner: int, valued: bool) -> bool:
-        """Rows of one attribute or text node (``raw``: its unnormalised value).
+    def _emit(self, emission: Emission, node: str, raw: str, owner: int, valued: bool) -> bool:
+        """Rows of one attribute or text node (``node``: its id; ``raw``: its value).
 
-        One node may be matched by several trie nodes, each with its own
-        emission: the caller stores the node once (``ref``) and passes
-        ``valued`` (its ``values`` row exists); returns the new ``valued``.
+        One node may be matched by several trie nodes, each with its own emission:
+        ``valued`` says its ``values`` row exists; returns the new ``valued``.
         """
-        builder = self.builder
+        rows = self.rows
         if emission.values:
             if not valued:
-                builder.value_refs.append(ref)
-                builder.value_strs.append(normalize(raw))
+                rows.values.append((node, normalize(raw)))
                 valued = True
-            builder.member_var.extend(emission.value_array)
-            builder.member_refs.append(ref)
-            builder.member_counts.append(len(emission.values))
+            found = emission.value_rows.get(node)
+            rows.value_nodes.extend(emission.value_rows_of(node) if found is None else found)
         if emission.nodes:
-            builder.match_var.extend(emission.node_array)
-            builder.match_refs.append(ref)
-            builder.match_counts.append(len(emission.nodes))
+            found = emission.node_rows.get(node)
+            rows.matches.extend(emission.node_rows_of(node) if found is None else found)
         if emission.pairs:
-            self._bind(emission, ref, owner, False)
+            self._bind(emission, node, owner, False)
         return valued
 
     def _attributes(
@@ -260,91 +206,7 @@ class DocumentRun:
     ) -> None:
         """Rows of the element's attributes (``items``: Clark name, value)."""
         candidates_of = state.attribute_candidates
-        builder = self.builder
-        node_ids = builder.node_ids
-        for key, raw in items:
-            candidates = candidates_of.get(key)
-            if candidates is None:
-                candidates = self.automaton.attribute_candidates(state, key)
-            if not candidates:
-                continue
-            if len(candidates) == 1 and not candidates[0][0].predicates:
-                # the common case (one merged emission, nothing to check) inline
-                emission = candidates[0][1]
-                ref = len(node_ids)
-                # a name without namespace is written as is (see attribute_qname)
-                node_ids.append(
-                    f"{index}/@{key}" if key[:1] != "{" else attribute_id(index, element, key)
-                )
-                if emission.values:
-                    builder.value_refs.append(ref)
-                    builder.value_strs.append(normalize(raw))
-                    builder.member_var.extend(emission.value_array)
-                    builder.member_refs.append(ref)
-                    builder.member_counts.append(len(emission.values))
-                if emission.nodes:
-                    builder.match_var.extend(emission.node_array)
-                    builder.match_refs.append(ref)
-                    builder.match_counts.append(len(emission.nodes))
-                if emission.pairs:
-                    self._bind(emission, ref, index, False)
-                continue
-            ref = -1
-            valued = False
-            for node, emission in candidates:
-                if node.predicates and not self.evaluator.all_hold(
-                    node.predicates, AttributeNode(element, key, raw)
-                ):
-                    continue
-                if ref < 0:
-                    ref = len(node_ids)
-                    node_ids.append(
-                        f"{index}/@{key}" if key[:1] != "{" else attribute_id(index, element, key)
-                    )
-                valued = self._emit(emission, ref, raw, index, valued)
-
-    def _texts(self, state: State, element: etree._Element, index: int) -> None:
-        for k, raw in enumerate(text_children(element), start=1):
-            ref = -1
-            valued = False
-            for node, emission in state.text_candidates:
-                if node.predicates and not self.evaluator.all_hold(
-                    node.predicates, TextNode(element, k, raw)
-                ):
-                    continue
-                if ref < 0:
-                    ref = self.builder.add_node(f"{index}/text()[{k}]")
-                valued = self._emit(emission, ref, raw, index, valued)
-
-    # ------------------------------------------------------------ rows mode
-    def _emit_rows(self, emission: Emission, node: str, raw: str, owner: int, valued: bool) -> bool:
-        """``_emit`` in rows mode (``node``: the node's id)."""
         rows = self.rows
-        assert rows is not None
-        if emission.values:
-            if not valued:
-                rows.values.append((node, normalize(raw)))
-                valued = True
-            found = emission.value_rows.get(node)
-            rows.value_nodes.extend(emission.value_rows_of(node) if found is None else found)
-        if emission.nodes:
-            found = emission.node_rows.get(node)
-            rows.matches.extend(emission.node_rows_of(node) if found is None else found)
-        if emission.pairs:
-            self._bind_rows(emission, node, owner, False)
-        return valued
-
-    def _attributes_rows(
-        self,
-        state: State,
-        element: etree._Element,
-        index: int,
-        items: list[tuple[str, str]],
-    ) -> None:
-        """``_attributes`` in rows mode."""
-        candidates_of = state.attribute_candidates
-        rows = self.rows
-        assert rows is not None
         for key, raw in items:
             candidates = candidates_of.get(key)
             if candidates is None:
@@ -368,7 +230,7 @@ class DocumentRun:
                     found = emission.node_rows.get(node)
                     rows.matches.extend(emission.node_rows_of(node) if found is None else found)
                 if emission.pairs:
-                    self._bind_rows(emission, node, index, False)
+                    self._bind(emission, node, index, False)
                 continue
             valued = False
             for trie_node, emission in candidates:
@@ -376,10 +238,10 @@ class DocumentRun:
                     trie_node.predicates, AttributeNode(element, key, raw)
                 ):
                     continue
-                valued = self._emit_rows(emission, node, raw, index, valued)
+                valued = self._emit(emission, node, raw, index, valued)
 
-    def _texts_rows(self, state: State, element: etree._Element, index: int) -> None:
-        """``_texts`` in rows mode."""
+    def _texts(self, state: State, element: etree._Element, index: int) -> None:
+        """Rows of the element's text nodes."""
         for k, raw in enumerate(text_children(element), start=1):
             valued = False
             for trie_node, emission in state.text_candidates:
@@ -387,13 +249,17 @@ class DocumentRun:
                     trie_node.predicates, TextNode(element, k, raw)
                 ):
                     continue
-                valued = self._emit_rows(emission, f"{index}/text()[{k}]", raw, index, valued)
+                valued = self._emit(emission, f"{index}/text()[{k}]", raw, index, valued)
 
-    def _bind_rows(self, emission: Emission, node: str, owner: int, is_element: bool) -> None:
-        """``_bind`` in rows mode: the same rows, in the same order, as tuples."""
-        rows = self.rows
-        assert rows is not None
-        bindings = rows.bindings
+    def _bind(self, emission: Emission, node: str, owner: int, is_element: bool) -> None:
+        """``bindings`` rows of the edges ending at one node (``owner``: its element).
+
+        Edges whose parent must be searched for (``//`` steps below it) are
+        resolved once per (emission, path of DFA states to the owner) into
+        a plan of (levels up, parent vars, child vars): the parents depend on
+        nothing else, and documents repeat their paths.
+        """
+        bindings = self.rows.bindings
         path = self.path  # ends with ``owner``
         ids = self.ids
         if owner >= len(ids):
@@ -423,29 +289,6 @@ class DocumentRun:
             entry = plans[key] = (emission, self._plan(emission, owner, is_element))
         return entry[1]
 
-    def _bind(self, emission: Emission, ref: int, owner: int, is_element: bool) -> None:
-        """``bindings`` rows of the edges ending at one node (``owner``: its element).
-
-        Edges whose parent must be searched for (``//`` steps below it) are
-        resolved once per (emission, path of DFA states to the owner) into
-        a plan of (levels up, parent vars, child vars): the parents depend on
-        nothing else, and documents repeat their paths.
-        """
-        builder = self.builder
-        path = self.path  # ends with ``owner``
-        groups = (
-            self._searched_plan(emission, owner, is_element)
-            if emission.searched_pairs
-            else emission.fixed_pairs
-        )
-        for group in groups:
-            # distance < 0: the parent variable is the root element
-            builder.bind_var1.extend(group.parent_array)
-            builder.bind_var2.extend(group.child_array)
-            builder.bind_parents.append(0 if group.distance < 0 else path[-1 - group.distance])
-            builder.bind_refs.append(ref)
-            builder.bind_counts.append(len(group.parent_vars))
-
     def _plan(self, emission: Emission, owner: int, is_element: bool) -> BindPlan:
         """Every edge of ``emission`` as (levels from the owner up to the parent, vars)."""
         path = self.path
@@ -464,13 +307,7 @@ class DocumentRun:
                 parents.append(spec.parent_var)
                 children.append(spec.child_var)
         return tuple(
-            FixedPairs(
-                levels,
-                tuple(parents),
-                tuple(children),
-                int_array(tuple(parents)),
-                int_array(tuple(children)),
-            )
+            FixedPairs(levels, tuple(parents), tuple(children))
             for levels, (parents, children) in sorted(by_level.items())
         )
 

@@ -5,15 +5,14 @@ An :class:`Emission` says, for one trie node, which var ids need
 ``matches`` rows, and which pattern edges (``bindings``)
 end at it.  The automaton folds the emissions of every trie node a DFA state
 matches into one emission of that state (:func:`merge_emissions`), so that
-an element whose state was seen before costs a few column ``extend`` calls,
-never a per-var lookup.  Edges whose child is reached from the parent by
+an element whose state was seen before costs a few ``list.extend`` calls of
+cached rows, never a per-var lookup.  Edges whose child is reached from the parent by
 ``/`` steps only have exactly one parent node, a fixed number of levels up;
 they are grouped by that distance (:class:`FixedPairs`).
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, TypeVar
@@ -66,20 +65,13 @@ def cache_rows(cache: dict[K, tuple[R, ...]], key: K, rows: tuple[R, ...]) -> tu
     return rows
 
 
-def int_array(values: tuple[int, ...]) -> array[int]:
-    """``values`` as a C int array: appending one to a column is a memcpy, not a loop."""
-    return array("i", values)
-
-
 @dataclass(frozen=True)
 class FixedPairs:
-    """Pattern edges whose parent is the ancestor ``distance`` levels up (column-ready)."""
+    """Pattern edges whose parent is the ancestor ``distance`` levels up."""
 
     distance: int
     parent_vars: tuple[int, ...]
     child_vars: tuple[int, ...]
-    parent_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
-    child_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
     #: (parent node id, child node id) -> rows (see ``Emission.value_rows``)
     rows: dict[tuple[str, str], BindRows] = field(default_factory=dict, compare=False, repr=False)
 
@@ -108,9 +100,7 @@ def split_pairs(pairs: tuple[PairSpec, ...]) -> tuple[tuple[FixedPairs, ...], tu
     for distance, group in sorted(fixed.items()):
         parents = tuple(s.parent_var for s in group)
         children = tuple(s.child_var for s in group)
-        groups.append(
-            FixedPairs(distance, parents, children, int_array(parents), int_array(children))
-        )
+        groups.append(FixedPairs(distance, parents, children))
     return tuple(groups), tuple(searched)
 
 
@@ -124,10 +114,7 @@ class Emission:
     #: ``pairs`` split for the hot path (see :func:`split_pairs`)
     fixed_pairs: tuple[FixedPairs, ...] = ()
     searched_pairs: tuple[PairSpec, ...] = ()
-    #: ``values`` / ``nodes`` as C int arrays (appended to the var columns as is)
-    value_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
-    node_array: array[int] = field(default_factory=lambda: array("i"), compare=False)
-    #: node id -> its ``value_nodes`` / ``matches`` rows, for ``Stage1.evaluate_rows``:
+    #: node id -> its ``value_nodes`` / ``matches`` rows:
     #: documents repeat their node ids, so a warm node's rows are one dict lookup
     #: and one ``list.extend`` of shared (immutable) tuples, no allocation per row
     value_rows: dict[str, VarRows] = field(default_factory=dict, compare=False, repr=False)
@@ -138,7 +125,7 @@ class Emission:
         values: tuple[int, ...], nodes: tuple[int, ...], pairs: tuple[PairSpec, ...]
     ) -> Emission:
         fixed, searched = split_pairs(pairs)
-        return Emission(values, nodes, pairs, fixed, searched, int_array(values), int_array(nodes))
+        return Emission(values, nodes, pairs, fixed, searched)
 
     def value_rows_of(self, node: str) -> VarRows:
         """``(var, node)`` for every var in ``values`` (cached in ``value_rows``)."""

@@ -41,20 +41,13 @@ from elementpath.xpath30 import XPath30Parser
 from elementpath.xpath_nodes import TextNode as ElementPathTextNode
 from lxml import etree
 
+from xscl.errors import FunctionPredicateError, Stage1Error
 from xscl.lang.normal_form import function_namespaces
-from xscl.xpath.errors import FUNCTION_ERROR, UNSAFE_REGEX, Stage1Error
 from xscl.xpath.nodes import AttributeNode, Node, TextNode
 
 _NAMESPACES = {"xml": "http://www.w3.org/XML/1998/namespace"}
 #: functions whose second argument is a regular expression
 _REGEX_FUNCTIONS = frozenset({"matches", "replace", "tokenize", "analyze-string"})
-
-
-class FunctionPredicateError(Stage1Error):
-    """A function predicate that could not be compiled or evaluated (counted, false)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(FUNCTION_ERROR, message)
 
 
 def _parser_for(expression: str) -> Any:
@@ -188,7 +181,7 @@ def check_function(expression: str) -> None:
     problems: list[str] = []
     _regex_problems(token, problems)
     if problems:
-        raise Stage1Error(UNSAFE_REGEX, f"{expression!r}: {problems[0]}")
+        raise Stage1Error.from_code("XSCL-X012", f"{expression!r}: {problems[0]}")
 
 
 class DocumentFunctions:

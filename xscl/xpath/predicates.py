@@ -18,6 +18,7 @@ from decimal import Decimal
 
 from lxml import etree
 
+from xscl.errors import FunctionPredicateError
 from xscl.lang.ast import (
     CompareOp,
     ComparisonPredicate,
@@ -30,7 +31,7 @@ from xscl.lang.ast import (
     RelPath,
     Step,
 )
-from xscl.xpath.functions import DocumentFunctions, FunctionPredicateError
+from xscl.xpath.functions import DocumentFunctions
 from xscl.xpath.nodes import (
     AttributeNode,
     Node,

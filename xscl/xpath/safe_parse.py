@@ -13,7 +13,8 @@ libxml2's own safety limits stay on (``huge_tree=False``).  On top of that:
   attacks need, and leaving it out would silently change string values.
   Unused declarations are harmless and accepted.
 
-Every refusal is a :class:`~xscl.xpath.errors.Stage1Error` with a stable code.
+Every refusal is an ``xscl.errors.XmlDocumentError`` (a ``Stage1Error``) with a stable
+code, ``XSCL-X001``-``X005``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from xscl.xpath.errors import (
-    BAD_ENCODING,
-    ENTITY_REFERENCE,
-    NOT_WELL_FORMED,
-    TOO_DEEP,
-    TOO_LARGE,
-    Stage1Error,
-)
+from xscl.errors import XmlDocumentError
 
 #: libxml2's fixed depth limit when ``huge_tree`` is off.
 LIBXML2_MAX_DEPTH = 256
@@ -80,41 +74,51 @@ def _as_bytes(xml: bytes | str) -> bytes:
 
 
 def classify_syntax_error(message: str) -> str:
-    """Map a libxml2 error message to a Stage 1 error code."""
+    """Map a libxml2 error message to a Stage 1 error code.
+
+    >>> classify_syntax_error("Excessive depth in document: 256 use XML_PARSE_HUGE option")
+    'XSCL-X003'
+    >>> classify_syntax_error("Premature end of data in tag a line 1, line 1, column 4")
+    'XSCL-X001'
+    """
     if "Excessive depth" in message:
-        return TOO_DEEP
+        return "XSCL-X003"
     if "amplification" in message or "entity reference loop" in message:
-        return ENTITY_REFERENCE
+        return "XSCL-X005"
     if any(marker in message for marker in _ENCODING_ERRORS):
-        return BAD_ENCODING
-    return NOT_WELL_FORMED
+        return "XSCL-X004"
+    return "XSCL-X001"
 
 
 def parse_document(xml: bytes | str, limits: ParseLimits = ParseLimits()) -> etree._Element:
     """Parse one document safely and return its root element.
 
-    Raises :class:`Stage1Error` for oversized, not well-formed, wrongly encoded
+    Raises ``XmlDocumentError`` for oversized, not well-formed, wrongly encoded
     or entity-bearing input.  Depth is checked by the caller's tree walk
     (:func:`check_depth` helps callers that do not walk).
     """
     data = _as_bytes(xml)
     if len(data) > limits.max_bytes:
-        raise Stage1Error(TOO_LARGE, f"document of {len(data)} bytes exceeds {limits.max_bytes}")
+        raise XmlDocumentError.from_code(
+            "XSCL-X002", f"document of {len(data)} bytes exceeds {limits.max_bytes}"
+        )
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         message = str(exc)
-        raise Stage1Error(classify_syntax_error(message), message) from None
+        raise XmlDocumentError.from_code(classify_syntax_error(message), message) from None
     except ValueError as exc:  # e.g. lxml refusing some inputs before libxml2 sees them
-        raise Stage1Error(NOT_WELL_FORMED, str(exc)) from None
+        raise XmlDocumentError.from_code("XSCL-X001", str(exc)) from None
     if root is None:  # pragma: no cover - lxml raises for empty input
-        raise Stage1Error(NOT_WELL_FORMED, "document has no root element")
+        raise XmlDocumentError.from_code("XSCL-X001", "document has no root element")
     return root
 
 
-def entity_error(node: etree._Entity) -> Stage1Error:
+def entity_error(node: etree._Entity) -> XmlDocumentError:
     """The error for an entity reference left in the tree."""
-    return Stage1Error(ENTITY_REFERENCE, f"entity reference {node.text} is never expanded")
+    return XmlDocumentError.from_code(
+        "XSCL-X005", f"entity reference {node.text} is never expanded"
+    )
 
 
 def check_depth(root: etree._Element, limits: ParseLimits = ParseLimits()) -> None:
@@ -123,7 +127,7 @@ def check_depth(root: etree._Element, limits: ParseLimits = ParseLimits()) -> No
     while stack:
         node, depth = stack.pop()
         if depth > limits.max_depth:
-            raise Stage1Error(TOO_DEEP, f"nesting deeper than {limits.max_depth}")
+            raise XmlDocumentError.from_code("XSCL-X003", f"nesting deeper than {limits.max_depth}")
         for child in node:
             if isinstance(child, etree._Entity):
                 raise entity_error(child)

@@ -4,7 +4,7 @@
 templates, the join layer) register canonical variable definitions
 (:class:`~xscl.lang.normal_form.model.VarDef`), say what they need of each
 (``require_value``, ``require_nodes``, ``require_pair``), and call
-``evaluate`` / ``evaluate_many`` on documents.  Each document is parsed
+``evaluate_rows`` on documents.  Each document is parsed
 safely once and walked once, whatever the number of definitions; see
 :mod:`xscl.xpath.automaton` for the automaton and :mod:`xscl.xpath.witness`
 for the output relations.
@@ -16,22 +16,18 @@ its id even after it is unregistered and registered again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xscl.errors import Stage1Error
 from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Step
 from xscl.lang.normal_form.model import VarDef
 from xscl.xpath.automaton import Automaton, TrieNode
 from xscl.xpath.document_run import DocumentRun, walk_checks_only
 from xscl.xpath.emission import NO_EMISSION, Emission, PairSpec, fixed_distance
-from xscl.xpath.errors import BAD_DEFINITION, BAD_EDGE, TOO_DEEP, Stage1Error
 from xscl.xpath.functions import check_function
 from xscl.xpath.predicates import PredicateEvaluator
 from xscl.xpath.safe_parse import ParseLimits, parse_document
-from xscl.xpath.witness import DocumentError, DocumentRows, WitnessBatch, WitnessBuilder
-
-#: A document to evaluate: (stream, docid, ts in microseconds UTC, XML text or bytes).
-Document = tuple[str, str, int, "bytes | str"]
+from xscl.xpath.witness import DocumentRows
 
 #: The step a definition without steps (the root element) is evaluated as.
 _ROOT_ELEMENT_STEPS: tuple[Step, ...] = (Step("/", NodeTest("wildcard")),)
@@ -66,7 +62,7 @@ class _Registration:
 def _check_filter_only(steps: tuple[Step, ...]) -> None:
     for step in steps:
         if step.var is not None:
-            raise Stage1Error(BAD_DEFINITION, f"definition binds variable {step.var!r}")
+            raise Stage1Error.from_code("XSCL-X010", f"definition binds variable {step.var!r}")
         _check_predicates(step.predicates)
 
 
@@ -227,7 +223,9 @@ class Stage1:
             or c_steps[: len(p_steps)] != p_steps
             or len(c_steps) <= len(p_steps)
         ):
-            raise Stage1Error(BAD_EDGE, f"({parent_id}, {child_id}) is not a pattern edge")
+            raise Stage1Error.from_code(
+                "XSCL-X011", f"({parent_id}, {child_id}) is not a pattern edge"
+            )
         chain = tuple(child.node.chain_from(parent.node)) if p_steps else (child.node,)
         self._pairs[(parent_id, child_id)] = PairSpec(
             parent_id,
@@ -280,55 +278,20 @@ class Stage1:
         return self._pairs_index
 
     # ----------------------------------------------------------- evaluation
-    def evaluate(self, stream: str, docid: str, ts_micros: int, xml: bytes | str) -> WitnessBatch:
-        """Witnesses of one document; raises :class:`Stage1Error` if it is rejected."""
-        builder = WitnessBuilder()
-        self._evaluate_into(builder, stream, docid, ts_micros, xml)
-        return builder.build()
-
     def evaluate_rows(
         self, stream: str, docid: str, ts_micros: int, xml: bytes | str
     ) -> DocumentRows:
-        """Witness rows of one document as Python tuples (no Arrow); raises ``Stage1Error``."""
-        rows = DocumentRows([], [], [], [])
-        self._evaluate_into(rows, stream, docid, ts_micros, xml)
-        return rows
-
-    def evaluate_many(self, documents: Iterable[Document]) -> WitnessBatch:
-        """Witnesses of many documents; rejected ones become ``errors``, never exceptions."""
-        builder = WitnessBuilder()
-        for stream, docid, ts, xml in documents:
-            mark = builder.mark()
-            try:
-                self._evaluate_into(builder, stream, docid, ts, xml)
-            except Stage1Error as exc:
-                builder.rollback(mark)
-                builder.errors.append(DocumentError(stream, docid, ts, exc.code, exc.message))
-                self.counters[exc.code] += 1
-            except RecursionError as exc:  # pragma: no cover - defensive: deep predicates
-                builder.rollback(mark)
-                builder.errors.append(DocumentError(stream, docid, ts, TOO_DEEP, str(exc)))
-                self.counters[TOO_DEEP] += 1
-        return builder.build()
-
-    def _evaluate_into(
-        self,
-        sink: WitnessBuilder | DocumentRows,
-        stream: str,
-        docid: str,
-        ts: int,
-        xml: bytes | str,
-    ) -> None:
-        """Parse and walk one document, appending its rows to ``sink`` (see ``DocumentRun``)."""
+        """The witness rows of one document; raises ``Stage1Error`` (an
+        ``XmlDocumentError``) when it is rejected. ``docid`` and ``ts_micros`` name
+        the document for the caller; the rows do not carry them."""
         root = parse_document(xml, self.limits)
         automaton = self._automata.get(stream)
         evaluator = PredicateEvaluator(root)
+        rows = DocumentRows([], [], [], [])
         if automaton is None:
             walk_checks_only(root, self.limits.max_depth)
         else:
-            DocumentRun(automaton, evaluator, sink).walk(root, self.limits.max_depth)
-        if isinstance(sink, WitnessBuilder):
-            sink.fill_doc(sink.add_document(stream, docid, ts))
-            sink.function_errors += evaluator.function_errors
+            DocumentRun(automaton, evaluator, rows).walk(root, self.limits.max_depth)
         self.counters["function_errors"] += evaluator.function_errors
         self.counters["documents"] += 1
+        return rows

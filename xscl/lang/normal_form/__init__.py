@@ -1,7 +1,7 @@
 """Value-join normal form and canonical variable identity (spec 3.3 and 3.5, thesis 6.3-6.4).
 
 ``normalize(query)`` applies small pure rewrite rules, one module each, in this
-order (each rule's docstring states it with a before/after example):
+order (each rule's docstring states it with an executable before/after example):
 
 1. ``qualify_namespaces``        prefixes -> namespace URIs (identity follows the URI);
 2. ``fold_existential_bindings`` bindings whose subtree holds no variable that

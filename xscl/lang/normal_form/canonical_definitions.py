@@ -11,13 +11,21 @@ step every branch that does not lead to a pattern variable, as a filter. A
 branch that leads to another pattern variable is dropped: the pattern edge to
 that variable enforces it. The rest of a path after a node is one such branch;
 for a compared path it carries the comparison, so a variable bound inside a
-compared path binds only nodes that satisfy it (spec 3.1)::
+compared path binds only nodes that satisfy it (spec 3.1):
 
-    S//book->x1[./author->x2]     x1: S//book            x2: S//book/author
-    S//b[./c->y = 'x']            y:  S//b/c[. = 'x']
-    S//b[./a->y/b = 'x']          y:  S//b/a[./b = 'x']
-    S//book->x1[./author->x2][./price]
-                                  x1: S//book[./price]   x2: S//book[./price]/author
+>>> from xscl.lang.explain import format_definition
+>>> from xscl.lang.parser import parse_query
+>>> def definitions(text: str) -> list[str]:
+...     block = canonical_block(0, parse_query(text).blocks[0])
+...     return [f"{v.name}: {format_definition(v.definition)}" for v in block.variables]
+>>> definitions("S//book->x1[./author->x2]")
+['x1: S//book', 'x2: S//book/author']
+>>> definitions("S//b[./c->y = 'x']")
+["y: S//b/c[. = 'x']"]
+>>> definitions("S//b[./a->y/b = 'x']")
+["y: S//b/a[./b = 'x']"]
+>>> definitions("S//book->x1[./author->x2][./price]")
+['x1: S//book[./price]', 'x2: S//book[./price]/author']
 
 Predicates are put in canonical order (rule 3's key) at every step, so equal
 definitions are equal values. ``edges`` link each variable to its nearest

@@ -10,15 +10,16 @@ so its name is erased and its step stays where it is, now a pure filter
 (``PathPredicate`` / ``ComparisonPredicate``) on its parent step that must still
 be embeddable.
 
-Before (``p`` is neither joined nor selected, ``a`` is joined)::
+``p`` is neither joined nor selected, ``a`` is joined (``b`` is kept: it is above
+``a``); a compared binding folds the same way:
 
-    S//book->b[./price->p][./author->a]  FOLLOWED BY {a = y, 1h} ...
-
-After::
-
-    S//book->b[./price][./author->a]      FOLLOWED BY {a = y, 1h} ...
-
-A compared binding folds the same way: ``[./c->y = 'x']`` becomes ``[./c = 'x']``.
+>>> from xscl.lang.parser import parse_query
+>>> from xscl.lang.printer import format_query
+>>> query = parse_query(
+...     "S//book->b[./price->p][./author->a][./c->z = 'x'] FOLLOWED BY {a = y, 1h} T//blog->y")
+>>> print(format_query(fold_existential_bindings(query)))
+S//book->b[./price][./author->a][./c = 'x']
+    FOLLOWED BY {a=y, 1h} T//blog->y
 """
 
 from __future__ import annotations

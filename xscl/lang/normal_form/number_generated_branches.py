@@ -11,13 +11,16 @@ already binds is skipped (the next ``k`` is taken). With every branching point
 bound, the block's variables form a tree whose root is the highest variable
 (the least common ancestor of all the variables that matter).
 
-Before (``a`` and ``t`` joined)::
+``a`` and ``t`` are joined, so ``book`` is a branching point in block 0, and
+``blog`` in block 1:
 
-    S//book[./author->a][./title->t]
-
-After::
-
-    S//book->_b0_0[./author->a][./title->t]
+>>> from xscl.lang.parser import parse_query
+>>> from xscl.lang.printer import format_query
+>>> query = parse_query("S//book[./author->a][./title->t]"
+...                     " JOIN {a = b AND t = u, 1d} T//blog[./author->b][./title->u]")
+>>> print(format_query(number_generated_branches(query)))
+S//book->_b0_0[./author->a][./title->t]
+    JOIN {a=b AND t=u, 1d} T//blog->_b1_0[./author->b][./title->u]
 """
 
 from __future__ import annotations

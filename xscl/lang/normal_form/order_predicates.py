@@ -8,13 +8,11 @@ variables does not reorder), then its full ``repr`` as a tie-break (so the
 order is total and deterministic). Exact duplicates and the trivially true
 ``[.]`` are dropped. The rule applies at every depth.
 
-Before::
-
-    S//book[./title][./author = 'Ann'][./title][.]
-
-After::
-
-    S//book[./author = 'Ann'][./title]      (in the key's order)
+>>> from xscl.lang.parser import parse_query
+>>> from xscl.lang.printer import format_query
+>>> query = parse_query("S//book[./title][./author = 'Ann'][./title][.]")
+>>> print(format_query(order_predicates(query)))
+S//book[./author = 'Ann'][./title]
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ left, right).
 spec 3.3) and, since empty values never join (spec 3.2), requires ``x`` to have
 a non-empty value.
 
-Before::
-
-    B0 FOLLOWED BY {x5 = x2 AND x2 = x5 AND x2 = x2, 1h} B1
-
-After::
-
-    (NormalEquality('x2', 'x2', 0, 0), NormalEquality('x2', 'x5', 0, 1))
-    and (NormalOp('FOLLOWED BY', 3_600_000_000),)
+>>> from xscl.lang.parser import parse_query
+>>> query = parse_query("S//a->x2 FOLLOWED BY {x5 = x2 AND x2 = x5 AND x2 = x2, 1h} T//b->x5")
+>>> for equality in orient_equalities(query, {"x2": 0, "x5": 1}):
+...     print(equality)
+NormalEquality(left='x2', right='x2', left_block=0, right_block=0)
+NormalEquality(left='x2', right='x5', left_block=0, right_block=1)
+>>> normal_ops(query)
+(NormalOp(kind='FOLLOWED BY', window_micros=3600000000),)
 """
 
 from __future__ import annotations

@@ -13,15 +13,14 @@ namespaces; a variable's canonical identity (spec 3.5) must follow the URI.
   String literals and comments are left untouched; prefixes that the query does
   not declare (``fn:``, ``xs:``) are left as they are.
 
-Before (with ``DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";``)::
-
-    S//a:entry[contains(a:title, 'x')]
-
-After::
-
-    Step('//', NodeTest('element', 'entry', '{http://www.w3.org/2005/Atom}'),
-         predicates=(FunctionPredicate(
-             '(:xmlns n0="http://www.w3.org/2005/Atom":) contains(n0:title, \\'x\\')'),))
+>>> from xscl.lang.parser import parse_query
+>>> atom = (("a", "http://www.w3.org/2005/Atom"),)
+>>> query = parse_query('S//a:entry[contains(a:title, "x")]', namespaces=atom)
+>>> step = qualify_namespaces(query).blocks[0].steps[0]
+>>> step.test.prefix
+'{http://www.w3.org/2005/Atom}'
+>>> step.predicates[0].expression
+'(:xmlns n0="http://www.w3.org/2005/Atom":) contains(n0:title, "x")'
 
 A prefix the query does not declare raises ``XsclValidationError`` XSCL-V008
 (``xscl.lang.validation`` reports it with its position before this rule runs).
@@ -33,8 +32,8 @@ import re
 from collections.abc import Mapping
 from urllib.parse import quote, unquote
 
+from xscl.errors import XsclValidationError
 from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Query, Step
-from xscl.lang.errors import XsclValidationError
 from xscl.lang.normal_form.paths import (
     PathRewrite,
     map_predicate_paths,
@@ -83,7 +82,7 @@ def _qualify_step(step: Step, bound: Mapping[str, str], qid: str, rewrite: PathR
     if test.prefix is not None and not test.prefix.startswith("{"):
         uri = bound.get(test.prefix)
         if uri is None:
-            raise XsclValidationError(
+            raise XsclValidationError.from_code(
                 "XSCL-V008",
                 f"unknown namespace prefix {test.prefix!r}",
                 qid=qid,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from xscl.connectors.spool import SpoolReader
 from xscl.engine.state import DocState
-from xscl.spark_plugin.errors import SpoolReadError
+from xscl.errors import SpoolReadError
 from xscl.spark_plugin.job.queries import SEQ_STRIDE
 
 #: Per Python worker: one reader per spool path.

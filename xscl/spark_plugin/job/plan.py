@@ -127,6 +127,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("path", plan.output)
         .option("format", plan.results_format)
         .option("feedEntries", str(plan.feed_entries))
+        .option("registry", plan.registry)
         .option("hotValues", plan.hot_folder or "")
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)

@@ -41,8 +41,8 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.document import parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
-from xscl.spark_plugin.atom import AtomFeedWriter
-from xscl.spark_plugin.errors import DataSourceOptionError
+from xscl.errors import DataSourceOptionError
+from xscl.spark_plugin.atom import AtomFeedWriter, SubscribedTexts
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
     COMMITS,
@@ -91,7 +91,11 @@ class JobOutputDataSource(DataSource):
             )
         entries = int(self.options.get("feedEntries", DEFAULT_FEED_ENTRIES))
         return JobOutputWriter(
-            str(path), part_format, entries, self.options.get("hotValues") or None
+            str(path),
+            part_format,
+            entries,
+            self.options.get("hotValues") or None,
+            self.options.get("registry") or None,
         )
 
 
@@ -103,12 +107,19 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
     """See the module docstring."""
 
     def __init__(
-        self, path: str, part_format: str, feed_entries: int, hot_folder: str | None = None
+        self,
+        path: str,
+        part_format: str,
+        feed_entries: int,
+        hot_folder: str | None = None,
+        registry: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
         self.feed_entries = feed_entries
         self.hot_folder = hot_folder
+        #: the job's subscription registry: the feeds' subtitles (the queries' texts)
+        self.registry = registry
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -170,7 +181,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         key = (str(Path(self.path) / "feeds"), self.feed_entries)
         writer = _feed_writers.get(key)
         if writer is None:
-            writer = AtomFeedWriter(key[0], max_entries=self.feed_entries)
+            texts = SubscribedTexts(self.registry) if self.registry else None
+            writer = AtomFeedWriter(key[0], max_entries=self.feed_entries, subtitles=texts)
             _feed_writers[key] = writer
         for kept in newest.values():
             for end, _result_id, line in kept:

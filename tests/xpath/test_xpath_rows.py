@@ -1,20 +1,14 @@
-"""Batches of documents: rows stay with their document, a document rejected midway leaves none.
-
-``evaluate_many`` appends rows column-wise into one builder; a document that
-fails after some of its rows were appended (an entity reference deep in the
-tree) must be rolled back completely, and every row must carry its own
-document's key.  The batch must equal the concatenation of per-document
-evaluations.
-"""
+"""One document's rows: a document rejected midway leaves nothing behind, unread
+definitions change nothing, each string value is given once per node."""
 
 from __future__ import annotations
 
-from typing import Any
+import pytest
 
+from xscl.errors import XmlDocumentError
 from xscl.lang.ast import Block, NodeTest, Step
 from xscl.lang.normal_form.model import VarDef
-from xscl.xpath import Stage1, WitnessBatch, r_doc_rows
-from xscl.xpath.errors import ENTITY_REFERENCE
+from xscl.xpath import Stage1
 
 DOCS = [
     ("S", "good-1", 10, b'<r><a id="1">one</a><b>x</b></r>'),
@@ -52,32 +46,24 @@ def _stage() -> Stage1:
     return stage
 
 
-def _rows(batch: WitnessBatch) -> dict[str, list[dict[str, Any]]]:
-    return {
-        name: sorted(
-            getattr(batch, name).to_pylist(),
-            key=lambda r: sorted((k, str(v)) for k, v in r.items()),
-        )
-        for name in ("docs", "values", "value_nodes", "matches", "bindings")
-    }
-
-
-def test_batch_equals_per_document_evaluation_and_rejected_documents_leave_no_rows() -> None:
+def test_a_document_rejected_midway_changes_nothing_for_the_next_ones() -> None:
+    """An entity reference deep in the tree is found after rows were made: the document
+    raises, and the documents around it get exactly a fresh Stage 1's rows."""
     stage = _stage()
-    batch = stage.evaluate_many(DOCS)
-    assert [(e.docid, e.code) for e in batch.errors] == [("bad", ENTITY_REFERENCE)]
-    singles = []
+    got = {}
     for stream, docid, ts, xml in DOCS:
-        if docid != "bad":
-            singles.append(_stage().evaluate(stream, docid, ts, xml))
-    assert _rows(batch) == _rows(WitnessBatch.concat(singles))
-    docids = set(batch.values.column("docid").to_pylist())
-    assert docids == {"good-1", "good-2"}
-    pairs = {(r["docid"], r["node1"], r["node2"]) for r in batch.bindings.to_pylist()}
-    assert ("good-2", "0", "2") in pairs and ("good-2", "0", "2/@id") in pairs
-    values = {(r["docid"], r["var"], r["node"]): r["strval"] for r in r_doc_rows(batch)}
-    assert values[("good-2", 2, "2")] == "four"
-    assert values[("good-1", 3, "1/@id")] == "1"
+        if docid == "bad":
+            with pytest.raises(XmlDocumentError) as caught:
+                stage.evaluate_rows(stream, docid, ts, xml)
+            assert caught.value.code == "XSCL-X005"
+            continue
+        got[docid] = stage.evaluate_rows(stream, docid, ts, xml)
+        assert got[docid] == _stage().evaluate_rows(stream, docid, ts, xml)
+    assert not got["other-stream"].values  # no definitions on T
+    assert (1, 2, "0", "2") in got["good-2"].bindings
+    assert (1, 3, "0", "2/@id") in got["good-2"].bindings
+    assert (2, "2", "four") in got["good-2"].r_doc()
+    assert (3, "1/@id", "1") in got["good-1"].r_doc()
 
 
 def _el(axis: str, name: str) -> Step:
@@ -102,13 +88,11 @@ def test_definitions_nobody_reads_change_nothing() -> None:
             stage.require_value(var)
     xml = b'<r><a id="1"><b/><a id="2">x</a></a><b>y</b></r>'
     for stage in (lean, full):
-        stage.evaluate("S", "d", 1, xml)  # fill the lazy DFA
+        stage.evaluate_rows("S", "d", 1, xml)  # fill the lazy DFA
     got = []
     for stage in (lean, full):
-        batch = stage.evaluate("S", "d", 1, xml)
-        got.append(
-            {(stage.definition(r["var"]), r["node"], r["strval"]) for r in r_doc_rows(batch)}
-        )
+        rows = stage.evaluate_rows("S", "d", 1, xml)
+        got.append({(stage.definition(var), node, strval) for var, node, strval in rows.r_doc()})
     assert got[0] == got[1] and len(got[0]) == 4
 
 
@@ -127,17 +111,14 @@ def test_string_values_are_emitted_once_per_node() -> None:
     for var in ids:
         stage.require_value(var)
     stage.require_nodes(ids[2])  # a var required both ways: matches and value_nodes
-    docs = [("S", f"d{i}", i, b'<r><a id="1">x<b/>y</a><a id="2"/></r>') for i in range(2)]
-    batch = stage.evaluate_many(docs)
-    keys = [(r["docid"], r["node"]) for r in batch.values.to_pylist()]
-    assert len(keys) == len(set(keys))
-    expected_nodes = {"1", "3", "1/@id", "3/@id", "1/text()[1]", "1/text()[2]"}
-    assert set(keys) == {(d, n) for d in ("d0", "d1") for n in expected_nodes}
-    members = {(r["docid"], r["var"], r["node"]) for r in batch.value_nodes.to_pylist()}
-    assert len(members) == batch.value_nodes.num_rows == 2 * 12
-    assert {(d, n) for d, _, n in members} == set(keys)
-    by_var = {(r["docid"], r["var"], r["node"]): r["strval"] for r in r_doc_rows(batch)}
-    assert by_var[("d1", ids[1], "1")] == "xy"
-    assert by_var[("d0", ids[3], "3/@id")] == by_var[("d0", ids[2], "3/@id")] == "2"
-    assert by_var[("d1", ids[5], "1/text()[2]")] == "y"
-    assert {r["node"] for r in batch.matches.to_pylist()} == {"1/@id", "3/@id"}
+    rows = stage.evaluate_rows("S", "d", 1, b'<r><a id="1">x<b/>y</a><a id="2"/></r>')
+    nodes = [node for node, _strval in rows.values]
+    assert len(nodes) == len(set(nodes))
+    assert set(nodes) == {"1", "3", "1/@id", "3/@id", "1/text()[1]", "1/text()[2]"}
+    assert len(set(rows.value_nodes)) == len(rows.value_nodes) == 12
+    assert {node for _var, node in rows.value_nodes} == set(nodes)
+    by_var = {(var, node): strval for var, node, strval in rows.r_doc()}
+    assert by_var[(ids[1], "1")] == "xy"
+    assert by_var[(ids[3], "3/@id")] == by_var[(ids[2], "3/@id")] == "2"
+    assert by_var[(ids[5], "1/text()[2]")] == "y"
+    assert {node for _var, node in rows.matches} == {"1/@id", "3/@id"}

@@ -1,0 +1,538 @@
+"""Every xscl error: one root exception, one table of stable codes, one factory.
+
+Modelled on elementpath's ``exceptions`` module:
+
+* ``XsclError`` is the root; each error carries a stable ``code`` (``XSCL-`` and a
+  family letter: ``P`` syntax, ``V`` validation, ``C`` connectors and document
+  envelopes, ``X`` documents and definitions Stage 1 refuses, ``R`` documents
+  rejected for when they came, ``S`` the Spark job), a ``message``, and where it
+  was found when that is known: ``source`` (a file or URL), ``qid``, ``line`` and
+  ``column`` (1-based), an ``excerpt`` with a caret, what was ``expected``;
+* every class also subclasses the builtin a caller would catch (``SyntaxError``,
+  ``ValueError``, ``OSError``, ``RuntimeError``), so code that knows only the
+  builtins still handles it;
+* ``ERROR_CODES`` maps each code to its class and a message template (the message
+  when none is given); ``XsclError.from_code`` is the one factory, so one fault gets
+  one class and one code wherever it is raised, by every engine and the reference;
+* codes are part of the contract: never renumbered, never reused (``RETIRED_CODES``
+  lists the ones no longer raised). ``docs/errors.md`` is generated from the table
+  (``codes_markdown``) and a test keeps the two equal.
+
+Errors pickle (Spark raises some on executors and ships them to the driver) and
+turn into plain JSON with ``to_dict``.
+
+>>> error = XsclError.from_code("XSCL-C003", "ts 'soon' is not RFC 3339", source="d.jsonl", line=4)
+>>> type(error).__name__, isinstance(error, ValueError)
+('TimestampError', True)
+>>> print(error)
+d.jsonl:4: XSCL-C003 ts 'soon' is not RFC 3339
+>>> print(XsclError.from_code("XSCL-S003"))
+XSCL-S003 the spool cannot be read
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+_E = TypeVar("_E", bound="XsclError")
+
+
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of ``offset`` in ``text`` (columns count code points).
+
+    >>> line_column("ab\\ncd", 4)
+    (2, 2)
+    """
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    line_start = text.rfind("\n", 0, offset) + 1
+    return line, offset - line_start + 1
+
+
+def excerpt_at(text: str, offset: int) -> str:
+    """The source line holding ``offset`` and a caret line pointing at it.
+
+    Tabs before the column are kept in the caret line so the caret lines up in
+    a terminal whatever the tab width. A trailing ``\\r`` is dropped.
+
+    >>> print(excerpt_at("Q1: S//a->x JOIN", 12))
+    Q1: S//a->x JOIN
+                ^
+    """
+    offset = max(0, min(offset, len(text)))
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    if end < 0:
+        end = len(text)
+    source_line = text[start:end].rstrip("\r")
+    prefix = text[start:offset]
+    caret = "".join("\t" if ch == "\t" else " " for ch in prefix) + "^"
+    return f"{source_line}\n{caret}"
+
+
+class XsclError(Exception):
+    """The root of every xscl error; see the module docstring.
+
+    ``code`` defaults to the class's ``default_code`` (a class that stands for one
+    code); a code belongs to exactly one class (``ERROR_CODES``), so building an
+    error of another class with it is refused: use ``from_code``.
+    """
+
+    #: the code of an error built without one (None: the class has several codes)
+    default_code: ClassVar[str | None] = None
+
+    code: str
+    message: str
+    source: str | None
+    qid: str | None
+    line: int | None
+    column: int | None
+    excerpt: str
+    expected: tuple[str, ...]
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        source: str | None = None,
+        qid: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        excerpt: str = "",
+        expected: Sequence[str] = (),
+    ) -> None:
+        code = code or self.default_code
+        entry = ERROR_CODES.get(code or "")
+        if code is None or entry is None:
+            raise TypeError(f"{type(self).__name__} needs one of the codes of ERROR_CODES")
+        if not isinstance(self, entry.cls):
+            raise TypeError(f"{code} is a {entry.cls.__name__}: use XsclError.from_code")
+        message = entry.template if message is None else message
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.source = source
+        self.qid = qid
+        self.line = line
+        self.column = column
+        self.excerpt = excerpt
+        self.expected = tuple(expected)
+
+    @classmethod
+    def from_code(cls: type[_E], code: str, message: str | None = None, **where: Any) -> _E:
+        """The error of ``code`` (its class from ``ERROR_CODES``), typed as ``cls``.
+
+        ``where`` takes the keyword fields of ``XsclError``; ``text`` and ``offset``
+        together fill ``line``, ``column`` and ``excerpt``. Asking a family for a code
+        of another family (``Stage1Error.from_code("XSCL-C001")``) is a ``TypeError``.
+        """
+        entry = ERROR_CODES.get(code)
+        if entry is None:
+            raise ValueError(f"unknown error code {code!r}")
+        if not issubclass(entry.cls, cls):
+            raise TypeError(f"{code} is a {entry.cls.__name__}, not a {cls.__name__}")
+        text, offset = where.pop("text", None), where.pop("offset", None)
+        if text is not None and offset is not None:
+            where["line"], where["column"] = line_column(text, offset)
+            where["excerpt"] = excerpt_at(text, offset)
+        error = entry.cls(message, code=code, **where)
+        assert isinstance(error, cls)
+        return error
+
+    @property
+    def location(self) -> str:
+        """``[source:][qid:]line[:column]`` with the parts that are known."""
+        parts = [p for p in (self.source, self.qid) if p]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    @property
+    def headline(self) -> str:
+        """``CODE message (expected: ...)`` without location or excerpt."""
+        head = f"{self.code} {self.message}"
+        if self.expected:
+            head += f" (expected: {', '.join(self.expected)})"
+        return head
+
+    def __str__(self) -> str:
+        head = self.headline
+        if self.location:
+            head = f"{self.location}: {head}"
+        if self.excerpt:
+            head += "".join(f"\n  {ln}" for ln in self.excerpt.split("\n"))
+        return head
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.message!r}, code={self.code!r}, qid={self.qid!r}, "
+            f"line={self.line!r}, column={self.column!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, XsclError)
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.code, self.qid, self.line, self.column))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (``expected`` as a list)."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "qid": self.qid,
+            "line": self.line,
+            "column": self.column,
+            "excerpt": self.excerpt,
+            "expected": list(self.expected),
+            "source": self.source,
+        }
+
+    def _fields(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this error (``__reduce__``)."""
+        fields = self.to_dict()
+        del fields["message"]
+        return fields
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self._fields()))
+
+
+def _rebuild(cls: type[XsclError], message: str, fields: dict[str, Any]) -> XsclError:
+    """Unpickle helper: an error from its message and ``_fields``."""
+    return cls(message, **fields)
+
+
+# -- the language (xscl.lang) ---------------------------------------------------------
+
+
+class XsclSyntaxError(XsclError, SyntaxError):
+    """A query that does not parse (``XSCL-P0xx``).
+
+    The builtin ``SyntaxError`` fields (``lineno``, ``offset``, ``text``,
+    ``filename``) are filled too, for generic tooling.
+    """
+
+    def __init__(self, message: str | None = None, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        syntax_error: SyntaxError = self
+        syntax_error.msg = self.headline
+        syntax_error.lineno = self.line
+        syntax_error.offset = self.column
+        syntax_error.filename = self.source
+        syntax_error.text = self.excerpt.split("\n", 1)[0] if self.excerpt else None
+
+
+class XsclValidationError(XsclError, ValueError):
+    """A query that parses but breaks a rule of the language (``XSCL-V0xx``)."""
+
+
+class PublishCycleError(XsclValidationError):
+    """Queries that publish into streams they (transitively) read (spec 3.4)."""
+
+    default_code = "XSCL-V005"
+
+
+# -- connectors and document envelopes (xscl.connectors) ------------------------------
+
+
+class ConnectorError(XsclError, ValueError):
+    """Bad input (``XSCL-C00x``/``C01x``): a document envelope, a feed, an XML file.
+
+    Connectors turn each into a dead letter and go on: bad input never stops a stream.
+    """
+
+
+class EnvelopeSyntaxError(ConnectorError):
+    default_code = "XSCL-C001"
+
+
+class EnvelopeFieldError(ConnectorError):
+    default_code = "XSCL-C002"
+
+
+class TimestampError(ConnectorError):
+    default_code = "XSCL-C003"
+
+
+class StreamNameError(ConnectorError):
+    default_code = "XSCL-C004"
+
+
+class DocumentTooLargeError(ConnectorError):
+    default_code = "XSCL-C005"
+
+
+class FeedParseError(ConnectorError):
+    default_code = "XSCL-C010"
+
+
+class ItemRecoveryError(ConnectorError):
+    default_code = "XSCL-C011"
+
+
+class XmlFileError(ConnectorError):
+    default_code = "XSCL-C012"
+
+
+class RecordPathError(ConnectorError):
+    default_code = "XSCL-C013"
+
+
+class SpoolEncodeError(ConnectorError):
+    default_code = "XSCL-C032"
+
+
+class ConnectorIOError(XsclError, OSError):
+    """The environment failed (``XSCL-C02x``/``C03x``): a fetch, the spool's files."""
+
+
+class FetchError(ConnectorIOError):
+    default_code = "XSCL-C020"
+
+
+class FetchTimeoutError(FetchError):
+    default_code = "XSCL-C021"
+
+
+class UnsupportedLocationError(ConnectorIOError):
+    default_code = "XSCL-C022"
+
+
+class SpoolLockedError(ConnectorIOError):
+    default_code = "XSCL-C030"
+
+
+class SpoolCorruptError(ConnectorIOError):
+    default_code = "XSCL-C031"
+
+
+# -- documents: Stage 1 (xscl.xpath), lateness ----------------------------------------
+
+
+class Stage1Error(XsclError, ValueError):
+    """What Stage 1 refuses: a document (``XmlDocumentError``), a definition
+    (``XSCL-X010``-``X012``) or a function predicate's evaluation (``XSCL-X020``)."""
+
+
+class XmlDocumentError(Stage1Error):
+    """A document that is not acceptable XML (``XSCL-X001``-``X005``): every engine and
+    the reference refuse the same documents with the same codes."""
+
+
+class FunctionPredicateError(Stage1Error):
+    """A function predicate that could not be compiled or evaluated (counted, false)."""
+
+    default_code = "XSCL-X020"
+
+
+class LateDocumentError(XsclError, ValueError):
+    """A document older than the allowed lateness (``XSCL-R008``; docs/language.md)."""
+
+    default_code = "XSCL-R008"
+
+
+# -- the Spark job (xscl.spark_plugin) ------------------------------------------------
+
+
+class JavaNotFoundError(XsclError, OSError):
+    """No Java runtime could be found before starting the JVM."""
+
+    default_code = "XSCL-S001"
+
+
+class DataSourceOptionError(XsclError, ValueError):
+    """An option of an xscl Spark data source is missing or malformed."""
+
+    default_code = "XSCL-S002"
+
+
+class SpoolReadError(XsclError, OSError):
+    """The spool directory is missing or cannot be read."""
+
+    default_code = "XSCL-S003"
+
+
+class ResultsDirectoryError(XsclError, OSError):
+    """A results directory holds a committed file that cannot be parsed."""
+
+    default_code = "XSCL-S004"
+
+
+class SparkBatchError(XsclError, RuntimeError):
+    """The streaming query of ``xscl run --engine spark`` failed; nothing was written."""
+
+    default_code = "XSCL-S005"
+
+
+class SubscriptionError(XsclError, ValueError):
+    """A subscribe/unsubscribe that cannot be applied (``XSCL-S010``-``S014``).
+
+    ``errors`` holds the query file's parse and validation errors when they are
+    the reason.
+    """
+
+    def __init__(
+        self, message: str | None = None, *, errors: Sequence[XsclError] = (), **fields: Any
+    ) -> None:
+        super().__init__(message, **fields)
+        self.errors = tuple(errors)
+
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "errors": self.errors}
+
+
+# -- the table --------------------------------------------------------------------------
+
+
+class ErrorCode(NamedTuple):
+    """A code's class and message template (the message of an error built without one)."""
+
+    cls: type[XsclError]
+    template: str
+
+
+#: Every code in use: its class and message template.
+ERROR_CODES: dict[str, ErrorCode] = {
+    # Syntax: a query that does not parse.
+    "XSCL-P001": ErrorCode(XsclSyntaxError, "unexpected character"),
+    "XSCL-P002": ErrorCode(XsclSyntaxError, "unterminated string literal"),
+    "XSCL-P003": ErrorCode(XsclSyntaxError, "unexpected token"),
+    "XSCL-P004": ErrorCode(XsclSyntaxError, "unexpected end of query"),
+    "XSCL-P005": ErrorCode(
+        XsclSyntaxError, "invalid window (a decimal number with unit ms, s, m, h or d, or INF)"
+    ),
+    "XSCL-P006": ErrorCode(
+        XsclSyntaxError, "invalid query id (must match [A-Za-z_][A-Za-z0-9_.-]*)"
+    ),
+    "XSCL-P007": ErrorCode(XsclSyntaxError, "DECLARE NAMESPACE after the first query"),
+    "XSCL-P008": ErrorCode(XsclSyntaxError, "empty query between two ';'"),
+    "XSCL-P009": ErrorCode(XsclSyntaxError, "the file holds no query"),
+    "XSCL-P010": ErrorCode(XsclSyntaxError, "reserved keyword used as a stream or variable name"),
+    "XSCL-P011": ErrorCode(
+        XsclSyntaxError, "invalid function predicate (unbalanced brackets or quotes)"
+    ),
+    "XSCL-P012": ErrorCode(XsclSyntaxError, "invalid namespace declaration"),
+    # Validation: a query that parses but breaks a rule of the language.
+    "XSCL-V001": ErrorCode(XsclValidationError, "unbound variable in a join predicate"),
+    "XSCL-V002": ErrorCode(XsclValidationError, "unbound variable in SELECT"),
+    "XSCL-V003": ErrorCode(XsclValidationError, "variable bound twice"),
+    "XSCL-V004": ErrorCode(XsclValidationError, "unknown stream"),
+    "XSCL-V005": ErrorCode(PublishCycleError, "PUBLISH cycle"),
+    "XSCL-V006": ErrorCode(XsclValidationError, "predicate uses a variable of a later block"),
+    "XSCL-V007": ErrorCode(XsclValidationError, "duplicate query id"),
+    "XSCL-V008": ErrorCode(XsclValidationError, "unknown namespace prefix"),
+    "XSCL-V009": ErrorCode(XsclValidationError, "invalid XPath function predicate"),
+    # Connectors and document envelopes: bad input, then a failed environment.
+    "XSCL-C001": ErrorCode(EnvelopeSyntaxError, "envelope line is not a JSON object"),
+    "XSCL-C002": ErrorCode(EnvelopeFieldError, "envelope field missing or of the wrong type"),
+    "XSCL-C003": ErrorCode(
+        TimestampError, "invalid timestamp (RFC 3339 or seconds since the epoch expected)"
+    ),
+    "XSCL-C004": ErrorCode(
+        StreamNameError, "invalid stream name (must match [A-Za-z_][A-Za-z0-9_.-]*)"
+    ),
+    "XSCL-C005": ErrorCode(DocumentTooLargeError, "document larger than the configured limit"),
+    "XSCL-C010": ErrorCode(FeedParseError, "feed could not be parsed (nothing recoverable)"),
+    "XSCL-C011": ErrorCode(ItemRecoveryError, "feed item could not be recovered"),
+    "XSCL-C012": ErrorCode(XmlFileError, "XML file is not well-formed"),
+    "XSCL-C013": ErrorCode(
+        RecordPathError, "configured docid/ts path has no usable value in the document"
+    ),
+    "XSCL-C020": ErrorCode(FetchError, "fetch failed (network error or HTTP error status)"),
+    "XSCL-C021": ErrorCode(FetchTimeoutError, "fetch timed out"),
+    "XSCL-C022": ErrorCode(
+        UnsupportedLocationError,
+        "unsupported feed location (only files, directories, http and https)",
+    ),
+    "XSCL-C030": ErrorCode(SpoolLockedError, "spool is locked by another writer"),
+    "XSCL-C031": ErrorCode(SpoolCorruptError, "spool segment is corrupt (not a torn tail)"),
+    "XSCL-C032": ErrorCode(SpoolEncodeError, "spool record cannot be encoded"),
+    # Documents Stage 1 refuses (every engine and the reference), and definitions.
+    "XSCL-X001": ErrorCode(XmlDocumentError, "the document is not well-formed XML"),
+    "XSCL-X002": ErrorCode(XmlDocumentError, "the document is larger than the size limit"),
+    "XSCL-X003": ErrorCode(XmlDocumentError, "the elements nest deeper than the depth limit"),
+    "XSCL-X004": ErrorCode(
+        XmlDocumentError, "bytes that are not valid in the declared (or default UTF-8) encoding"
+    ),
+    "XSCL-X005": ErrorCode(
+        XmlDocumentError, "an entity reference that would have to be expanded (never done)"
+    ),
+    "XSCL-X010": ErrorCode(Stage1Error, "a definition given to Stage 1 binds a variable"),
+    "XSCL-X011": ErrorCode(Stage1Error, "a required pair is not an edge of the patterns"),
+    "XSCL-X012": ErrorCode(
+        Stage1Error,
+        "a function predicate's regular expression is not a literal or could backtrack "
+        "exponentially",
+    ),
+    "XSCL-X020": ErrorCode(
+        FunctionPredicateError, "an XPath function predicate failed (counted, predicate false)"
+    ),
+    # Documents rejected for when they came.
+    "XSCL-R008": ErrorCode(LateDocumentError, "late"),
+    # The Spark job.
+    "XSCL-S001": ErrorCode(JavaNotFoundError, "no usable Java runtime (Java 17 or 21) was found"),
+    "XSCL-S002": ErrorCode(DataSourceOptionError, "invalid option of an xscl Spark data source"),
+    "XSCL-S003": ErrorCode(SpoolReadError, "the spool cannot be read"),
+    "XSCL-S004": ErrorCode(
+        ResultsDirectoryError, "a results directory holds a file it cannot understand"
+    ),
+    "XSCL-S005": ErrorCode(
+        SparkBatchError, "the streaming query of a batch run failed; nothing was written"
+    ),
+    "XSCL-S010": ErrorCode(SubscriptionError, "a subscribed query file has invalid queries"),
+    "XSCL-S011": ErrorCode(SubscriptionError, "a subscribed query id is already taken"),
+    "XSCL-S012": ErrorCode(SubscriptionError, "an unsubscribed query id is not subscribed"),
+    "XSCL-S013": ErrorCode(
+        SubscriptionError, "a subscription would make PUBLISH/FROM references form a cycle"
+    ),
+    "XSCL-S014": ErrorCode(
+        SubscriptionError, "an event file of the subscription registry cannot be read"
+    ),
+}
+
+#: Codes no longer raised, and why; never given to another fault.
+RETIRED_CODES: dict[str, str] = {
+    "XSCL-R001": "the reference's bad envelope line; it now says XSCL-C001",
+    "XSCL-R002": "the reference's bad envelope field; it now says XSCL-C002",
+    "XSCL-R003": "the reference's bad ts; it now says XSCL-C003",
+    "XSCL-R004": "the reference's bad stream name; it now says XSCL-C004",
+    "XSCL-R005": "the reference's too large document; it now says XSCL-X002",
+    "XSCL-R006": "the reference's malformed XML; it now says XSCL-X001",
+    "XSCL-R007": "the reference's too deep document; it now says XSCL-X003",
+    "XSCL-R009": "the reference's entity reference; it now says XSCL-X005",
+    "XSCL-S006": "the driver's SQLite join state file, replaced by Spark's state store",
+    "XSCL-S007": "the SQLite join state against the checkpoint, gone with it",
+    "XSCL-X006": "a stream without definitions: a counter name, never an error",
+}
+
+_FAMILIES = (
+    ("P", "Syntax: a query that does not parse"),
+    ("V", "Validation: a query that parses but breaks a rule of the language"),
+    ("C", "Connectors and document envelopes"),
+    ("X", "Documents and definitions Stage 1 refuses"),
+    ("R", "Documents rejected for when they came"),
+    ("S", "The Spark job"),
+)
+
+
+def codes_markdown() -> str:
+    """The tables of ``docs/errors.md``: every code with its class, builtin and meaning."""
+    lines: list[str] = []
+    for letter, title in _FAMILIES:
+        lines += [f"## {title}", "", "| code | class | builtin | meaning |", "| --- " * 4 + "|"]
+        for code, (cls, template) in ERROR_CODES.items():
+            if code.startswith(f"XSCL-{letter}"):
+                builtin = next(b for b in cls.__mro__ if b.__module__ == "builtins").__name__
+                lines.append(f"| `{code}` | `{cls.__name__}` | `{builtin}` | {template} |")
+        lines.append("")
+    lines += ["## Retired codes (never reused)", "", "| code | was |", "| --- | --- |"]
+    lines += [f"| `{code}` | {why} |" for code, why in RETIRED_CODES.items()]
+    return "\n".join(lines) + "\n"

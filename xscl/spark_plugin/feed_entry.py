@@ -1,0 +1,208 @@
+"""What a person reads in a result's Atom entry: a title, links to click, a summary.
+
+A result record (spec section 4) names its documents and join values; its XML holds
+a copy of each block's element (``SELECT *``) or the selected variables (``SELECT
+x, y``). From them, for a feed reader:
+
+* **title**: the distinct join values, then each document's title (an RSS/Atom
+  item's ``title``; the selected variables' values for ``SELECT x, y``; else
+  ``stream/docid``), joined by arrows in block order::
+
+      CVE-2026-41122: Advisory ACME-2026-07: TLS bypass → Acme patches TLS flaw
+
+* **link** to the first document, **related** links to the others: an item's own
+  link (Atom ``link`` ``alternate``, RSS ``link`` or permalink ``guid``, RDF
+  ``rdf:about``, else an http(s) docid), else a ``urn:`` (``urn:xscl:result:ID`` for
+  a result of a PUBLISHed stream: the id of its entry in the publisher's feed);
+* **html**: the join values, the selected variables and one line per document
+  (its title, linked; its stream and time), escaped.
+
+Only http(s) URLs are ever linked. A result whose XML cannot be read still gets an
+entry, from its record's fields alone.
+
+>>> record = {
+...     "query": "Q", "result_id": "r1", "values": {"cve": "CVE-1", "term": "CVE-1"},
+...     "docs": [{"stream": "vendor", "docid": "a7", "ts": "2026-11-02T08:00:00Z"},
+...              {"stream": "news", "docid": "n1", "ts": "2026-11-03T07:15:00Z"}],
+...     "xml": '<result query="Q"><item><title>Advisory 7</title>'
+...            '<link>https://acme.example/7</link></item>'
+...            '<entry xmlns="http://www.w3.org/2005/Atom"><title>Acme patches</title>'
+...            '<link href="https://news.example/p"/></entry></result>'}
+>>> text = entry_text(record)
+>>> text.title
+'CVE-1: Advisory 7 → Acme patches'
+>>> text.link, text.related
+('https://acme.example/7', ('https://news.example/p',))
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from lxml import etree
+
+_RDF_ABOUT = "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}about"
+_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f<>\"]+\Z")
+_TAG = re.compile(r"<[^>]*>")
+#: Longest label of one document in a title (longer ones end with an ellipsis).
+MAX_LABEL = 120
+
+
+@dataclass(frozen=True)
+class EntryText:
+    """The readable fields of one entry (plain text; ``html`` is an HTML fragment)."""
+
+    title: str
+    link: str
+    related: tuple[str, ...]
+    html: str
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One document of a result as a reader sees it."""
+
+    stream: str
+    docid: str
+    ts: str
+    title: str | None
+    link: str | None
+    #: the document is a result of a PUBLISHed stream (its docid is a result id)
+    published: bool = False
+
+    @property
+    def label(self) -> str:
+        return _shorten(self.title or f"{self.stream}/{self.docid}")
+
+    @property
+    def href(self) -> str:
+        if self.link is not None:
+            return self.link
+        if self.published:
+            return f"urn:xscl:result:{quote(self.docid, safe='')}"
+        return f"urn:xscl:doc:{quote(self.stream, safe='')}:{quote(self.docid, safe='')}"
+
+
+def entry_text(record: Mapping[str, Any]) -> EntryText:
+    """The title, links and HTML summary of a result record (see the module docstring)."""
+    docs: Sequence[Mapping[str, Any]] = record["docs"]
+    values: Mapping[str, str] = record.get("values") or {}
+    root = _parse(str(record.get("xml", "")))
+    children = [] if root is None else [c for c in root if isinstance(c.tag, str)]
+    selected: list[tuple[str, str]] = []
+    if children and all(c.tag == "var" and c.get("name") for c in children):
+        selected = [(str(c.get("name")), _text(c)) for c in children if c.get("name") not in values]
+        children = []
+    if len(children) != len(docs):
+        children = []
+    items = [_item(doc, children[i] if children else None) for i, doc in enumerate(docs)]
+    joined = _distinct(v for v in values.values() if v)
+    labels = [_shorten(text) for _name, text in selected if text] or [i.label for i in items]
+    title = " → ".join(labels)
+    if joined:
+        title = f"{', '.join(_shorten(v) for v in joined)}: {title}"
+    return EntryText(
+        title,
+        items[0].href if items else f"urn:xscl:result:{record.get('result_id', '')}",
+        tuple(item.href for item in items[1:]),
+        _summary(values, selected, items),
+    )
+
+
+def _parse(xml: str) -> etree._Element | None:
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
+    try:
+        return etree.fromstring(xml.encode("utf-8", "replace"), parser)
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+
+
+def _item(doc: Mapping[str, Any], element: etree._Element | None) -> _Item:
+    stream, docid, ts = str(doc["stream"]), str(doc["docid"]), str(doc["ts"])
+    fallback = docid if _URL.match(docid) else None
+    if element is None:
+        return _Item(stream, docid, ts, None, fallback)
+    if element.tag == "result" and element.get("query") is not None:
+        parts = [t for t in (_title(c) for c in element if isinstance(c.tag, str)) if t]
+        return _Item(stream, docid, ts, " + ".join(parts) or None, None, published=True)
+    return _Item(stream, docid, ts, _title(element), _own_link(element) or fallback)
+
+
+def _local(element: etree._Element) -> str:
+    return etree.QName(element).localname if isinstance(element.tag, str) else ""
+
+
+def _title(element: etree._Element) -> str | None:
+    """An item's title as plain text (an Atom ``type="html"`` title without its tags)."""
+    for child in element:
+        if _local(child) == "title":
+            text = _text(child)
+            if child.get("type") == "html":
+                text = " ".join(html.unescape(_TAG.sub(" ", text)).split())
+            return text or None
+    return None
+
+
+def _own_link(element: etree._Element) -> str | None:
+    """An item's own http(s) link: Atom alternate, RSS link, permalink guid, rdf:about."""
+    for child in element:
+        name = _local(child)
+        if name == "link":
+            href = child.get("href")
+            if href is not None:
+                if child.get("rel", "alternate") == "alternate" and _URL.match(href.strip()):
+                    return href.strip()
+            elif _URL.match(_text(child)):
+                return _text(child)
+    for child in element:
+        permalink = _local(child) == "guid" and child.get("isPermaLink", "true") != "false"
+        if permalink and _URL.match(_text(child)):
+            return _text(child)
+    about = (element.get(_RDF_ABOUT) or "").strip()
+    return about if _URL.match(about) else None
+
+
+def _text(element: etree._Element) -> str:
+    """The element's string value with whitespace runs made one space."""
+    return " ".join("".join(str(t) for t in element.itertext()).split())
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1].rstrip() + "…"
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _summary(
+    values: Mapping[str, str], selected: Sequence[tuple[str, str]], items: Sequence[_Item]
+) -> str:
+    """The HTML body: join values, selected variables, then one line per document."""
+    esc = html.escape
+    parts: list[str] = []
+    by_value: dict[str, list[str]] = {}
+    for name, value in values.items():
+        by_value.setdefault(value, []).append(name)
+    if by_value:
+        pairs = "; ".join(
+            f"{esc(', '.join(names))} = <b>{esc(value)}</b>" for value, names in by_value.items()
+        )
+        parts.append(f"<p>Joined on {pairs}</p>")
+    parts.extend(f"<p>{esc(name)}: {esc(text)}</p>" for name, text in selected)
+    lines = []
+    for item in items:
+        label = esc(item.title or f"{item.stream}/{item.docid}")
+        if item.href.startswith(("http://", "https://")):
+            label = f'<a href="{esc(item.href)}">{label}</a>'
+        when = item.ts.replace("T", " ").replace("Z", " UTC")
+        lines.append(f"<li>{label}<br/><small>{esc(item.stream)} · {esc(when)}</small></li>")
+    parts.append(f"<ul>{''.join(lines)}</ul>")
+    return "\n".join(parts)
