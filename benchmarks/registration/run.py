@@ -19,15 +19,24 @@ form's own LRU caches start empty), alternating, the median of
 
 ``shapes`` = distinct queries once their ids are taken out. Parsing is not
 measured here (``benchmarks/mmqjp`` and docs/architecture.md cover it).
+
+A second table is what each Python worker of the streaming job pays before its
+first task (``xscl.spark_plugin.job.queries.queries_at``: the registry's texts
+parsed, normalised, assigned and registered in the job's two engines), beside
+loading the same built subscriptions from a pickle: the "snapshot" a worker or a
+restart could read instead of registering.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -83,6 +92,31 @@ def measure(step: str, count: int) -> dict[str, float]:
     return {"seconds": seconds, "shapes": len({query_shape(q) for q in queries})}
 
 
+def measure_job_worker(count: int) -> dict[str, float]:
+    """A job worker's registration from a registry folder, then a pickle of its result
+    loaded back (this process)."""
+    from xscl.spark_plugin.job.queries import queries_at
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+    folder = Path(tempfile.mkdtemp(prefix="xscl-registration-"))
+    try:
+        log = SubscriptionLog(folder)
+        text = "\n".join(workload.subscriptions(count, LEAVES, seed=count))
+        event = log.subscribe(text, source="bench")
+        log.record_applied(event.version, 0)
+        start = time.perf_counter()
+        built = queries_at(str(folder), event.version)
+        build = time.perf_counter() - start
+        sys.setrecursionlimit(100_000)
+        data = pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL)
+        start = time.perf_counter()
+        pickle.loads(data)
+        load = time.perf_counter() - start
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"build": build, "load": load, "pickle_bytes": len(data)}
+
+
 def run_worker(step: str, count: int) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, __file__, "--measure", step, "--counts", str(count)],
@@ -97,8 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per step (median)")
-    parser.add_argument("--measure", choices=sorted(STEPS), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=[*sorted(STEPS), "job_worker"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.measure == "job_worker":
+        print(json.dumps(measure_job_worker(args.counts[0])))
+        return 0
     if args.measure:
         print(json.dumps(measure(args.measure, args.counts[0])))
         return 0
@@ -121,6 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{before / after:>7.2f}x | {engine:>8.2f} | {count / engine:>10,.0f}",
             flush=True,
         )
+    print(f"\n{'subs':>8} | {'job worker s':>12} | {'pickle load s':>13} | {'pickle MiB':>10}")
+    for count in args.counts:
+        rows = [run_worker("job_worker", count) for _ in range(args.repeat)]
+        build = statistics.median(r["build"] for r in rows)
+        load = statistics.median(r["load"] for r in rows)
+        size = statistics.median(r["pickle_bytes"] for r in rows) / 2**20
+        print(f"{count:>8,} | {build:>12.2f} | {load:>13.2f} | {size:>10.1f}", flush=True)
     return 0
 
 
