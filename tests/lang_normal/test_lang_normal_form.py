@@ -353,3 +353,12 @@ def test_a_self_equality_is_kept_as_a_join_variable() -> None:
     assert NormalEquality("y", "z", 0, 1) in nq.equalities
     assert len(nq.equalities) == 2
     assert nq.join_variables == {"x", "y", "z"}
+
+
+def test_string_literals_are_put_in_nfc() -> None:
+    """Values are compared NFC (spec 3.1): a decomposed literal is the composed one's
+    definition, so the engines match both spellings of a value and share the variable."""
+    decomposed = norm("S//a->x[./b = 'cafe\u0301'] JOIN {x = y, 1s} T//c->y")
+    composed = norm("S//a->x[./b = 'caf\u00e9'] JOIN {x = y, 1s} T//c->y")
+    assert defs(decomposed) == defs(composed)
+    assert defs(composed)["x"] == d("S//a[./b = 'caf\u00e9']")
