@@ -8,9 +8,10 @@ from dataclasses import replace
 from decimal import Decimal
 from itertools import count
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.lang.ast import (
     Block,
     ComparisonPredicate,
@@ -30,7 +31,7 @@ from xscl.lang.ast import (
 from xscl.lang.normal_form import normalize
 from xscl.lang.normal_form.paths import map_predicate_paths, path_vars
 
-SETTINGS = settings(max_examples=80, deadline=None)
+SETTINGS = examples(80)
 
 _TESTS = [
     NodeTest("element", "a"),
