@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import elementpath
 import pytest
 
+from tests.workloads import seeded_workload
 from xscl.lang.ast import Block, ComparisonPredicate, NodeTest, RelPath, Step, StringLiteral
 from xscl.lang.errors import XsclValidationError
 from xscl.lang.normal_form import (
@@ -19,6 +26,7 @@ from xscl.lang.normal_form import (
 from xscl.lang.normal_form.order_predicates import order_steps
 from xscl.lang.parser import parse_queries, parse_query
 
+ROOT = Path(__file__).resolve().parents[2]
 THESIS = """
 Q1: S//book->x1[./author->x2][./title->x3]
     FOLLOWED BY {x2=x5 AND x3=x6, 1h} S//blog->x4[./author->x5][./title->x6];
@@ -324,8 +332,36 @@ def test_normalize_rejects_invalid_queries(text: str, code: str) -> None:
 def test_normalize_is_pure() -> None:
     query = parse_queries(THESIS)[0]
     before = repr(query)
-    assert normalize(query) == normalize(query)
+    normalize(query)
     assert repr(query) == before
+
+
+_NORMAL_FORMS = """
+import json, sys
+from xscl.lang.normal_form import normalize
+from xscl.lang.parser import parse_queries
+for text in json.load(sys.stdin):
+    for n in map(normalize, parse_queries(text)):
+        print(repr((n.qid, n.blocks, n.equalities, n.ops)))
+"""
+
+
+def test_normal_forms_are_the_same_in_other_processes() -> None:
+    """Processes with other hash seeds (other set and dict orders) print the same normal
+    forms of the thesis's and generated queries as this one."""
+    texts = [THESIS, *(seeded_workload(seed)[1].text for seed in range(8))]
+    here = "".join(
+        repr((n.qid, n.blocks, n.equalities, n.ops)) + "\n"
+        for text in texts
+        for n in map(normalize, parse_queries(text))
+    )
+    for seed in ("0", "1", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
+        done = subprocess.run(
+            [sys.executable, "-c", _NORMAL_FORMS], input=json.dumps(texts), env=env,
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert done.stdout == here, f"PYTHONHASHSEED={seed}"
 
 
 def test_function_text_rewrite_spares_literals_axes_and_undeclared_prefixes() -> None:
