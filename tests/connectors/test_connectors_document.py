@@ -8,9 +8,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import (
     Document,
@@ -68,7 +69,7 @@ def test_bad_timestamps(value: object) -> None:
     assert "f:3" in str(info.value)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.integers(min_value=-62_135_596_800_000_000, max_value=253_402_300_799_999_999))
 def test_format_parse_round_trip(micros: int) -> None:
     assert parse_ts(format_ts(micros)) == micros

@@ -12,18 +12,15 @@ from __future__ import annotations
 import email.utils
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
 from xscl import reference
+from xscl.connectors.document import Document
 from xscl.engine import LocalEngine
 from xscl.lang.parser import parse_queries
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import Doc
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "feeds-stream-youthopp"
 
@@ -40,16 +37,16 @@ topic_chain: feed/item[./category->c] FOLLOWED BY {c=d, 2d} feed/item[./category
 """
 
 
-def feed_documents(days: int) -> list[Doc]:
+def feed_documents(days: int) -> list[Document]:
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-    docs: list[Doc] = []
+    docs: list[Document] = []
     for path in sorted(DATA.glob("*.xml"))[:days]:
         root = etree.parse(str(path), parser).getroot()
         for item in root.iter("item"):
             guid = item.findtext("guid") or item.findtext("link") or ""
             stamp = email.utils.parsedate_to_datetime(item.findtext("pubDate") or "")
             ts = int(stamp.timestamp()) * 1_000_000
-            docs.append(Doc("feed", guid, ts, etree.tostring(item, encoding="unicode")))
+            docs.append(Document("feed", guid, ts, etree.tostring(item, encoding="unicode")))
     return docs
 
 

@@ -8,25 +8,24 @@ tiny (starting over all the time) and off.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+from tests.workloads import Workload, workloads
+from xscl.connectors.document import Document
 from xscl.engine import LocalEngine
 from xscl.engine.json_lines import MIN_CACHED_CHARS, JsonLineEncoder
 from xscl.lang.parser import parse_queries
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import Doc, random_workload
-
 ODD = ['q"uote', "back\\slash", "é-ünïcode", "tab\there", "ctl\x01", "line\u2028sep"]
 
 
-def _check(text: str, docs: list[Doc], cache_bytes: int) -> int:
+def _check(text: str, docs: Sequence[Document], cache_bytes: int) -> int:
     """Compare every record's line; how many records had a piece long enough to cache."""
     encoder = JsonLineEncoder(cache_bytes=cache_bytes)
     records = LocalEngine(parse_queries(text)).process(docs)
@@ -37,15 +36,10 @@ def _check(text: str, docs: list[Doc], cache_bytes: int) -> int:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 10**9),
-    cache_bytes=st.sampled_from([0, 700, 1 << 26]),
-    numbers=st.booleans(),
-)
-def test_lines_equal_json_dumps(seed: int, cache_bytes: int, numbers: bool) -> None:
-    text, docs = random_workload(seed, queries=5, documents=8, numbers=numbers)
-    _check(text, docs, cache_bytes)
+@examples(60)
+@given(workload=workloads(), cache_bytes=st.sampled_from([0, 700, 1 << 26]))
+def test_lines_equal_json_dumps(workload: Workload, cache_bytes: int) -> None:
+    _check(workload.text, workload.docs, cache_bytes)
 
 
 @pytest.mark.parametrize("cache_bytes", [0, 700, 1 << 26])
@@ -54,7 +48,7 @@ def test_escapes_in_ids_and_large_shared_pieces(cache_bytes: int) -> None:
     odd = [o.replace("\x01", "") for o in ODD]  # not allowed in XML text
     filler = "".join(f"<p n='{n}'>{odd[n % len(odd)]} \\ \"</p>" for n in range(60))
     docs = [
-        Doc("S", f"{ODD[n % len(ODD)]}{n}", n * 1_000_000,
+        Document("S", f"{ODD[n % len(ODD)]}{n}", n * 1_000_000,
             f"<item><a>v</a><b>{n}\u2028é\t\"q\"</b>{filler}</item>")
         for n in range(6)
     ]  # fmt: skip

@@ -12,18 +12,14 @@ checked by hand.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
 from xscl import reference
+from xscl.connectors.document import Document
 from xscl.engine import LocalEngine
 from xscl.lang.parser import parse_queries
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import Doc
 
 #: docid -> the value of the item's ``price`` child and ``v`` attribute
 VALUES: dict[str, str] = {
@@ -52,7 +48,7 @@ VALUES: dict[str, str] = {
 }
 
 DOCS = [
-    Doc("S", docid, i * 1_000_000, f'<item v="{value}"><price>{value}</price></item>')
+    Document("S", docid, i * 1_000_000, f'<item v="{value}"><price>{value}</price></item>')
     for i, (docid, value) in enumerate(VALUES.items())
 ]
 
@@ -157,8 +153,8 @@ def test_string_literals_still_compare_strings() -> None:
 def test_join_on_a_compared_variable() -> None:
     """A variable bound in a numerically compared path joins on its string value."""
     text = "j: S//item[./price->p > 5] JOIN {p=q, INF} T//item[./price->q]"
-    docs = [*DOCS, Doc("T", "t1", 0, "<item><price>1e3</price></item>")]
-    docs.append(Doc("T", "t2", 0, "<item><price>INF</price></item>"))
+    docs = [*DOCS, Document("T", "t1", 0, "<item><price>1e3</price></item>")]
+    docs.append(Document("T", "t2", 0, "<item><price>INF</price></item>"))
     ref_docs = [reference.make_document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs]
     ref = reference.evaluate(list(parse_queries(text)), ref_docs)
     local = LocalEngine(parse_queries(text)).process(docs)

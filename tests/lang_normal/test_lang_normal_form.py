@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import elementpath
 import pytest
 
+from tests.workloads import seeded_workload
 from xscl.errors import XsclValidationError
 from xscl.lang.ast import Block, ComparisonPredicate, NodeTest, RelPath, Step, StringLiteral
 from xscl.lang.normal_form import (
@@ -19,6 +26,7 @@ from xscl.lang.normal_form import (
 from xscl.lang.normal_form.order_predicates import order_steps
 from xscl.lang.parser import parse_queries, parse_query
 
+ROOT = Path(__file__).resolve().parents[2]
 THESIS = """
 Q1: S//book->x1[./author->x2][./title->x3]
     FOLLOWED BY {x2=x5 AND x3=x6, 1h} S//blog->x4[./author->x5][./title->x6];
@@ -324,8 +332,36 @@ def test_normalize_rejects_invalid_queries(text: str, code: str) -> None:
 def test_normalize_is_pure() -> None:
     query = parse_queries(THESIS)[0]
     before = repr(query)
-    assert normalize(query) == normalize(query)
+    normalize(query)
     assert repr(query) == before
+
+
+_NORMAL_FORMS = """
+import json, sys
+from xscl.lang.normal_form import normalize
+from xscl.lang.parser import parse_queries
+for text in json.load(sys.stdin):
+    for n in map(normalize, parse_queries(text)):
+        print(repr((n.qid, n.blocks, n.equalities, n.ops)))
+"""
+
+
+def test_normal_forms_are_the_same_in_other_processes() -> None:
+    """Processes with other hash seeds (other set and dict orders) print the same normal
+    forms of the thesis's and generated queries as this one."""
+    texts = [THESIS, *(seeded_workload(seed)[1].text for seed in range(8))]
+    here = "".join(
+        repr((n.qid, n.blocks, n.equalities, n.ops)) + "\n"
+        for text in texts
+        for n in map(normalize, parse_queries(text))
+    )
+    for seed in ("0", "1", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
+        done = subprocess.run(
+            [sys.executable, "-c", _NORMAL_FORMS], input=json.dumps(texts), env=env,
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert done.stdout == here, f"PYTHONHASHSEED={seed}"
 
 
 def test_function_text_rewrite_spares_literals_axes_and_undeclared_prefixes() -> None:
@@ -353,3 +389,12 @@ def test_a_self_equality_is_kept_as_a_join_variable() -> None:
     assert NormalEquality("y", "z", 0, 1) in nq.equalities
     assert len(nq.equalities) == 2
     assert nq.join_variables == {"x", "y", "z"}
+
+
+def test_string_literals_are_put_in_nfc() -> None:
+    """Values are compared NFC (spec 3.1): a decomposed literal is the composed one's
+    definition, so the engines match both spellings of a value and share the variable."""
+    decomposed = norm("S//a->x[./b = 'cafe\u0301'] JOIN {x = y, 1s} T//c->y")
+    composed = norm("S//a->x[./b = 'caf\u00e9'] JOIN {x = y, 1s} T//c->y")
+    assert defs(decomposed) == defs(composed)
+    assert defs(composed)["x"] == d("S//a[./b = 'caf\u00e9']")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.lang_parse.strategies import queries, query_files
+from tests.profiles import examples
 from xscl.lang import format_file, format_query, parse_file, parse_query
 from xscl.lang.ast import (
     Block,
@@ -33,7 +34,7 @@ from xscl.lang.ast import (
     Window,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = examples(60)
 
 
 @SETTINGS

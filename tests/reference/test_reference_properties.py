@@ -17,10 +17,11 @@ import json
 import unicodedata
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
+from tests.profiles import examples
 from xscl.lang.parser import parse_query
 from xscl.reference import Document, evaluate_query, make_document
 
@@ -231,7 +232,7 @@ def _reference(query: RQuery, docs: list[Document]) -> dict[tuple[object, ...], 
     return {(r.query, tuple(d.docid for d in r.docs), r.nodes): r.result_id for r in records}
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(queries(), document_sets())
 def test_reference_agrees_with_naive_formulation(query: RQuery, docs: list[Document]) -> None:
     got = _reference(query, docs)
@@ -240,7 +241,7 @@ def test_reference_agrees_with_naive_formulation(query: RQuery, docs: list[Docum
     assert all(rid == _rid(key) for key, rid in got.items())
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(queries(), document_sets(), st.randoms(use_true_random=False))
 def test_results_do_not_depend_on_input_order(query: RQuery, docs: list[Document], rnd) -> None:  # type: ignore[no-untyped-def]
     shuffled = list(docs)

@@ -2,20 +2,28 @@
 
 A *kill point* names a moment of a micro-batch that is visible on disk:
 
+* ``offsets`` -- Spark logged a batch's offsets in ``CHECKPOINT/offsets`` (the batch
+  is planned, nothing of it is committed);
+* ``stage1``  -- a task of the job's source is inside Stage 1 on an executor
+  (``RouteTask.route``): the job's Python daemon (``tests/spark/stage1_daemon.py``)
+  marks ``<pid>-<n>.begin`` in ``HOME/stage1-marks`` and, armed, holds the task there;
+* ``state``   -- a state partition's RocksDB commit of the batch is written
+  (``CHECKPOINT/state/0/<partition>/<batch + 1>.changelog``) and the batch's results
+  are not published: inside the stateful operator's state commit;
 * ``staged``  -- a result file appeared in ``RESULTS/_staging`` (the batch's output
   is written, its commit marker is not);
 * ``marked``  -- a commit marker appeared in ``RESULTS/_commits`` (the results are
-  published, Spark has not logged the batch in ``CHECKPOINT/commits`` yet);
-* ``offsets`` -- Spark logged a batch's offsets in ``CHECKPOINT/offsets`` (the batch
-  is planned, nothing of it is committed).
+  published, Spark has not logged the batch in ``CHECKPOINT/commits`` yet).
 
 The watcher reacts to the file system event itself (Linux inotify, no polling
 interval) and stops the whole driver process group with SIGSTOP at once, then
 reads what is on disk. The job runs on for the moment the watcher needs to wake
 up, so it may already have left the window (measured: 12 of 14 ``staged`` events,
 every ``marked`` and ``offsets`` event were caught inside it): then the job is
-resumed with SIGCONT and the next event awaited; inside it, the frozen group is
-SIGKILLed, so the recorded state is exactly the state the job died in.
+resumed with SIGCONT and the next event awaited; inside it, the frozen group and
+every process below the driver (the Python daemon and its workers have their own
+process group) are SIGKILLed, so the recorded state is exactly the state the job
+died in. A ``stage1`` task holds itself until killed, so that window is never missed.
 """
 
 from __future__ import annotations
@@ -30,14 +38,14 @@ import signal
 import struct
 import subprocess
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers
 
-POINTS = ("staged", "marked", "offsets")
+POINTS = ("offsets", "stage1", "state", "staged", "marked")
 _IN_CLOSE_WRITE = 0x00000008
 _IN_MOVED_TO = 0x00000080
 _IN_CREATE = 0x00000100
@@ -45,6 +53,9 @@ _IN_NONBLOCK = 0o4000
 _IN_CLOEXEC = 0o2000000
 _EVENT = struct.Struct("iIII")
 _MARKER = re.compile(r"^(\d{20})\.json$")
+_CHANGELOG = re.compile(r"^(\d+)\.changelog$")
+#: The file that makes the job's Stage 1 tasks hold (``tests/spark/stage1_daemon.py``).
+ARMED = "armed"
 
 
 class Inotify:
@@ -111,6 +122,16 @@ class JobPaths:
     def checkpoint(self) -> Path:
         return self.home / "checkpoints" / self.name
 
+    @property
+    def marks(self) -> Path:
+        """Where the job's Stage 1 tasks mark their begin and end (``stage1``)."""
+        return self.home / "stage1-marks"
+
+    def state_partitions(self) -> list[Path]:
+        """The folders of the stateful operator's state partitions (after its first commit)."""
+        root = self.checkpoint / "state" / "0"
+        return sorted(p for p in root.iterdir() if p.name.isdigit()) if root.is_dir() else []
+
 
 def _batch_numbers(folder: Path) -> set[int]:
     """Spark metadata-log entries (files named by a batch number) in ``folder``."""
@@ -127,6 +148,8 @@ class DiskState:
     offsets_logged: frozenset[int]
     commits_logged: frozenset[int]
     staged: tuple[str, ...]
+    #: Stage 1 marks (``<pid>-<n>``) begun and not ended: tasks inside Stage 1
+    in_stage1: frozenset[str]
 
     @classmethod
     def read(cls, paths: JobPaths) -> DiskState:
@@ -140,11 +163,17 @@ class DiskState:
         staged = sorted(p.name for p in staging.iterdir() if not p.name.startswith(".")) if (
             staging.is_dir()
         ) else []
+        marks = {p.name for p in paths.marks.iterdir()} if paths.marks.is_dir() else set()
         return cls(
             frozenset(markers),
             frozenset(_batch_numbers(paths.checkpoint / "offsets")),
             frozenset(_batch_numbers(paths.checkpoint / "commits")),
             tuple(staged),
+            frozenset(
+                m[: -len(".begin")]
+                for m in marks
+                if m.endswith(".begin") and m[: -len(".begin")] + ".end" not in marks
+            ),
         )
 
     def inside(self, point: str, batch: int, trigger: str) -> bool:
@@ -153,6 +182,8 @@ class DiskState:
             return trigger in self.staged and batch not in self.markers
         if point == "marked":
             return batch in self.markers and batch not in self.commits_logged
+        if point == "stage1" and trigger not in self.in_stage1:
+            return False
         return batch in self.offsets_logged and batch not in self.markers
 
     def describe(self) -> str:
@@ -161,7 +192,8 @@ class DiskState:
 
         return (
             f"results markers{top(self.markers)}, Spark offsets logged{top(self.offsets_logged)}, "
-            f"Spark commits logged{top(self.commits_logged)}, {len(self.staged)} staged file(s)"
+            f"Spark commits logged{top(self.commits_logged)}, {len(self.staged)} staged file(s), "
+            f"{len(self.in_stage1)} task(s) inside Stage 1"
         )
 
 
@@ -197,13 +229,20 @@ class Job:
     ``local-cluster``, the executor JVMs: signalling the group is a crashed host.
     """
 
-    def __init__(self, argv: Sequence[str], log: Path, cwd: Path) -> None:
+    def __init__(
+        self, argv: Sequence[str], log: Path, cwd: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.log = log
         with log.open("ab") as sink:
             sink.write(f"\n==== {' '.join(argv)}\n".encode())
             sink.flush()
             self.process = subprocess.Popen(
-                list(argv), stdout=sink, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True
+                list(argv),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
             )
         self.pid = self.process.pid
 
@@ -215,8 +254,13 @@ class Job:
             os.killpg(self.pid, number)
 
     def kill(self) -> None:
-        """SIGKILL the whole group and reap the driver."""
+        """SIGKILL the whole group and every process below the driver (a crashed host);
+        reap the driver."""
+        below = descendants(self.pid)
         self.signal_group(signal.SIGKILL)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait(timeout=60)
 
     def log_tail(self, chars: int = 3000) -> str:
@@ -252,13 +296,19 @@ def wait_for_commits(job: Job, paths: JobPaths, commits: int, timeout: float) ->
     return count
 
 
-def _watched(paths: JobPaths, point: str) -> Path:
+def _watched(paths: JobPaths, point: str) -> list[Path]:
     if point == "staged":
-        return paths.results / STAGING
+        return [paths.results / STAGING]
     if point == "marked":
-        return paths.results / COMMITS
+        return [paths.results / COMMITS]
     if point == "offsets":
-        return paths.checkpoint / "offsets"
+        return [paths.checkpoint / "offsets"]
+    if point == "stage1":
+        return [paths.marks]
+    if point == "state":
+        partitions = paths.state_partitions()
+        assert partitions, "no state partition yet: arm 'state' after a commit"
+        return partitions
     raise ValueError(f"unknown kill point {point!r}; one of {POINTS}")
 
 
@@ -270,6 +320,10 @@ def _matches(point: str, name: str) -> bool:
         return _MARKER.match(name) is not None
     if point == "offsets":
         return name.isdigit()
+    if point == "stage1":
+        return name.endswith(".begin")
+    if point == "state":
+        return _CHANGELOG.match(name) is not None
     return True
 
 
@@ -281,19 +335,24 @@ def _batch_of(point: str, name: str, state: DiskState) -> int:
         return int(match.group(1))
     if point == "offsets":
         return int(name)
-    return max(state.offsets_logged, default=0)  # staged: the batch in flight
+    if point == "state":  # state version v is written by batch v - 1
+        return int(name.split(".")[0]) - 1
+    return max(state.offsets_logged, default=0)  # staged, stage1: the batch in flight
 
 
 def _events(job: Job, paths: JobPaths, point: str, *, after_commits: int,
             timeout: float) -> Generator[str, None, None]:
     """File names of the events of ``point``, armed once ``after_commits`` markers exist."""
     wait_for_commits(job, paths, after_commits, timeout)
-    folder = _watched(paths, point)
+    folders = _watched(paths, point)
     # The sink creates _staging with mkdir(exist_ok=True) when it first stages a
     # file; creating the empty folder first lets us watch it from the start.
-    folder.mkdir(parents=True, exist_ok=True)
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    if point == "stage1":
+        (paths.marks / ARMED).touch()  # the next Stage 1 task holds
     deadline = time.monotonic() + timeout
-    with Inotify([folder]) as watch:
+    with Inotify(folders) as watch:
         while True:
             for _folder, name in watch.events(timeout=0.5):
                 if _matches(point, name):
@@ -334,13 +393,17 @@ def kill_at(job: Job, paths: JobPaths, point: str, *, after_commits: int,
             job.signal_group(signal.SIGSTOP)
             state = DiskState.read(paths)
             batch = _batch_of(point, name, state)
-            if state.inside(point, batch, name):
+            trigger = name.removesuffix(".begin")
+            if state.inside(point, batch, trigger):
                 job.kill()
-                return Kill(point, after_commits, batch, name, state, misses)
+                return Kill(point, after_commits, batch, trigger, state, misses)
             misses += 1
             job.signal_group(signal.SIGCONT)
     finally:
         events.close()
+        if point == "stage1":  # disarm; a killed task's mark has no end: forget it
+            for mark in paths.marks.iterdir():
+                mark.unlink()
     raise JobFailed(f"the '{point}' events ended:\n{job.log_tail()}")  # _events raises first
 
 

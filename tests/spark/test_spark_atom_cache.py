@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from lxml import etree
 
+from tests.profiles import examples
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.spark_plugin import atom
 from xscl.spark_plugin.atom import AtomFeedWriter
@@ -168,7 +169,7 @@ def record_pool(draw: st.DrawFn) -> list[dict[str, Any]]:
     return pool
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(60)
 @given(
     pool=record_pool(),
     picks=st.lists(st.lists(st.integers(0, 13), max_size=10), min_size=1, max_size=5),
@@ -367,7 +368,7 @@ PIECES = [
 HOSTILE = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(80)
 @given(
     fields=st.lists(
         st.tuples(
@@ -413,7 +414,7 @@ def test_a_restart_reads_its_own_feeds_without_lxml(
 XML_PIECES = ["<x>", "a", "]", ">", "]]>", "\r", "\x01", "é", "\ufffe", "</x>"]
 
 
-@settings(max_examples=120, deadline=None)
+@examples(120)
 @example(parts=["<x>a]", "]>"], cache_bytes=1 << 20)  # "]]>" across two pieces
 @example(parts=["<x>]]", ">b</x>"], cache_bytes=1 << 20)
 @example(parts=["<x>", "\r", "</x>"], cache_bytes=1 << 20)

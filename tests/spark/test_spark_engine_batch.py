@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine_local.workloads import random_workload
+from tests.workloads import Workload, local_records, run_seed, seeded_workload
 from xscl.cli.main import main
 from xscl.connectors.document import Document, write_envelopes
 from xscl.reference import load_queries
@@ -18,8 +19,19 @@ from xscl.spark_plugin.batch import run_batch
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-#: A generated workload with results from every kind of operator the generator makes.
-WORKLOAD_SEED = 7
+#: The generated workloads' seed: another each run; XSCL_WORKLOAD_SEED=N repeats run N.
+SEED = run_seed("XSCL_WORKLOAD_SEED")
+
+
+def _workload(redeliver: bool) -> tuple[int, Workload]:
+    """36 documents from ``tests/workloads.py`` with 10 to 120 results (and its seed)."""
+    return seeded_workload(
+        SEED,
+        lambda w: 10 <= len(local_records(w.text, w.docs, limit=120)) <= 120,
+        queries=(4, 6),
+        documents=(36, 36),
+        redeliver=redeliver,
+    )
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -57,17 +69,18 @@ def test_cli_spark_engine_gives_the_expected_results(
 def test_generated_workload_over_several_micro_batches_equals_reference(
     spark: Any, tmp_path: Path
 ) -> None:
-    text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
-    source = _envelopes(tmp_path / "docs.jsonl", docs)
+    seed, workload = _workload(redeliver=True)
+    text = workload.text
+    source = _envelopes(tmp_path / "docs.jsonl", workload.docs)
     expected = tmp_path / "reference.jsonl"
     reference = reference_run_batch(text, source, expected)
     summary = run_batch(
         load_queries(text), source, tmp_path / "spark.jsonl", max_records_per_batch=5
     )
-    assert reference.results > 0
-    assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(_records(expected))
-    assert (summary.documents, summary.results) == (36, reference.results)
-    assert summary.micro_batches >= 8  # 36 documents, at most 5 per micro-batch
+    story = f"workload seed {seed} (XSCL_WORKLOAD_SEED={SEED}): {workload!r}"
+    assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(_records(expected)), story
+    assert (summary.documents, summary.results) == (reference.documents, reference.results)
+    assert summary.micro_batches >= 8  # 36 lines or more, at most 5 per micro-batch
 
 
 def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
@@ -96,9 +109,9 @@ def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
     assert all(d["reason"] for d in dead)
 
 
-def _envelopes(path: Path, docs: list[Any]) -> Path:
+def _envelopes(path: Path, docs: Sequence[Document]) -> Path:
     with path.open("w", encoding="utf-8") as handle:
-        write_envelopes((Document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs), handle)
+        write_envelopes(docs, handle)
     return path
 
 
@@ -106,9 +119,10 @@ def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
     spark: Any, tmp_path: Path
 ) -> None:
     """Spec 3.3: results depend on timestamps within the lateness; later ones are counted."""
-    text, docs = random_workload(WORKLOAD_SEED, queries=6, documents=36)
-    docs = sorted(docs, key=lambda d: d.ts_micros)
-    lateness = 3_000_000  # timestamps are whole seconds in 0..8
+    seed, workload = _workload(redeliver=False)
+    text, story = workload.text, f"workload seed {seed} (XSCL_WORKLOAD_SEED={SEED})"
+    docs = sorted(workload.docs, key=lambda d: d.ts_micros)
+    lateness = 2_000_000  # timestamps lie in 0..5 s
     # Permute: reverse runs of documents whose timestamps span at most the lateness.
     permuted: list[Any] = []
     run: list[Any] = []
@@ -124,9 +138,9 @@ def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
     summary = run_batch(load_queries(text), _envelopes(tmp_path / "permuted.jsonl", permuted),
                         tmp_path / "spark.jsonl", allowed_lateness_micros=lateness,
                         max_records_per_batch=4)
-    assert in_order.results > 0 and summary.late == 0
+    assert in_order.results > 0 and summary.late == 0, story
     assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(
-        _records(tmp_path / "sorted-results.jsonl"))
+        _records(tmp_path / "sorted-results.jsonl")), story
 
     # Two documents far older than the watermark, at the end: dead letters, counted.
     stale = [type(d)(d.stream, d.docid + "-stale", d.ts_micros - 60_000_000, d.xml)
@@ -141,4 +155,4 @@ def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
     assert {d["docid"] for d in dead} == {d.docid for d in stale}
     assert {d["code"] for d in dead} == {"XSCL-R008"}
     assert _by_id(_records(tmp_path / "late-spark.jsonl")) == _by_id(
-        _records(tmp_path / "late-reference.jsonl"))
+        _records(tmp_path / "late-reference.jsonl")), story

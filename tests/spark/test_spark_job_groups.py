@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
-from tests.engine_local.workloads import random_workload
+from tests.profiles import examples
+from tests.rules import RULES, Rule, check_rule
 from tests.spark.jobkit import reference_by_id
+from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.spark_plugin.job.groups import JoinGroups
@@ -53,7 +57,7 @@ class MemoryState:
 
 
 def run_job(
-    work: Path, text: str, docs: list[Document], cuts: list[int], lateness: int | None
+    work: Path, text: str, docs: Sequence[Document], cuts: list[int], lateness: int | None
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Results (by id) and dead letters of the executor functions over ``docs``."""
     registry = work / "registry"
@@ -104,22 +108,23 @@ def test_an_early_document_of_a_batch_still_joins_what_a_later_one_evicts(
     assert dead == []
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@pytest.mark.parametrize("rule", RULES, ids=repr)
+def test_the_join_groups_follow_the_rule(tmp_path: Path, rule: Rule) -> None:
+    """The join rules pinned by hand (``tests/rules.py``), one document per micro-batch."""
+    got, dead = run_job(tmp_path, rule.queries, rule.docs, list(range(len(rule.docs))), None)
+    check_rule(rule, got.values())
+    assert dead == []
+
+
+@examples(150, suppress=[HealthCheck.function_scoped_fixture])
 @given(
-    seed=st.integers(0, 10_000),
-    cuts=st.lists(st.integers(1, 23), max_size=5),
-    lateness=st.sampled_from([None, 0, 2_000_000, 5_000_000]),
-    numbers=st.booleans(),
+    workload=workloads(documents=(1, 16)),
+    cuts=st.lists(st.integers(1, 17), max_size=5),
+    lateness=st.sampled_from([None, 0, 1_000_000, 2_500_000]),
 )
 def test_the_join_groups_agree_with_the_reference(
-    tmp_path_factory: Any, seed: int, cuts: list[int], lateness: int | None, numbers: bool
+    tmp_path_factory: Any, workload: Workload, cuts: list[int], lateness: int | None
 ) -> None:
     work = tmp_path_factory.mktemp("groups")
-    text, generated = random_workload(seed, queries=5, documents=24, numbers=numbers)
-    docs = [Document(d.stream, d.docid, d.ts_micros, d.xml) for d in generated]
-    got, _dead = run_job(work, text + ";\n", docs, cuts, lateness)
-    assert got == reference_by_id(work, text + ";\n", docs, lateness)
+    got, _dead = run_job(work, workload.text, workload.docs, cuts, lateness)
+    assert got == reference_by_id(work, workload.text, list(workload.docs), lateness)

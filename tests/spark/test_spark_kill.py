@@ -2,14 +2,17 @@
 
 DESIGN.md "Fault tolerance", checkpoint layer: kill -9 of the driver or an executor
 at any moment, restart, and the results equal a failure-free run (no loss, no
-duplicate). Two scenarios, each over a spool of 30 RSS/Atom documents (nearly every
-micro-batch has results):
+duplicate). Two scenarios, each over a spool of 30 generated documents and their
+queries (``tests/workloads.py``, with 15 to 150 results):
 
-* two documents per batch: the driver (Python + its JVM, one process group) is
-  SIGKILLed three times in one run, each time at a different point of a micro-batch
-  (``tests/spark/killing.py``: ``staged``, ``marked``, ``offsets``), in a seeded order
-  and after a seeded number of further commits, restarted after each kill, and
-  finally run ``--once`` to the end;
+* two documents per batch: the driver (Python, its JVM and the Python workers below
+  it) is SIGKILLed three times in one run, each time at another point of a
+  micro-batch, three of the five of ``tests/spark/killing.py`` (``offsets``,
+  ``stage1`` inside Stage 1 on the executors, ``state`` inside the stateful
+  operator's state commit, ``staged``, ``marked``), drawn with the order and the
+  number of further commits from a seed that changes per run (printed;
+  ``XSCL_KILL_SEED=N`` repeats run N), restarted after each kill, and finally run
+  ``--once`` to the end;
 * four documents per batch under ``local-cluster[2,1,1024]`` (two executor JVMs):
   both executor JVMs are frozen (SIGSTOP) as a batch starts, the one the driver sends
   a task to is SIGKILLed with that task in flight and the other resumed; Spark
@@ -46,7 +49,9 @@ from tests.spark.killing import (
     unread_socket_bytes,
     wait_for_event,
 )
-from xscl.connectors.document import Document, envelope_line, read_envelope_file
+from tests.spark.stage1_daemon import MARKS
+from tests.workloads import Workload, local_records, run_seed, seeded_workload
+from xscl.connectors.document import envelope_line
 from xscl.connectors.spool import Spool
 from xscl.errors import JavaNotFoundError
 from xscl.reference import run_batch as reference_run_batch
@@ -60,64 +65,70 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify"),
 ]
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "rss"
-QUERIES = EXAMPLE / "queries.xscl"
-#: Copies of the 6 example documents (each shifted by 10 days, new ids): 30 documents.
-COPIES = 5
-#: Seed of the kill plan; set XSCL_KILL_SEED to explore other plans.
-SEED = int(os.environ.get("XSCL_KILL_SEED", "2009"))
+#: Seed of the kill plan and the workload: another each run; XSCL_KILL_SEED=N repeats run N.
+SEED = run_seed("XSCL_KILL_SEED")
+#: Kills per driver-kill run (of the len(POINTS) points).
+KILLS = 3
 #: Unread bytes on a frozen executor's sockets that mean the driver sent it a task.
 TASK_BYTES = 1000
 #: Seconds a job may take to start and reach what we wait for (a loaded machine).
 TIMEOUT = 300.0
 
 
-def _documents() -> list[Document]:
-    """The rss example and shifted copies of it with new ids: many results, all batches."""
-    example = list(read_envelope_file(EXAMPLE / "documents.jsonl"))
-    docs: list[Document] = []
-    ten_days = 10 * 86_400_000_000
-    for copy in range(COPIES):
-        for doc in example:
-            assert isinstance(doc, Document)
-            docid = doc.docid if copy == 0 else f"{doc.docid}#copy{copy}"
-            docs.append(Document(doc.stream, docid, doc.ts_micros + copy * ten_days, doc.xml))
-    return docs
+def _workload(seed: int) -> tuple[int, Workload]:
+    """30 generated documents whose queries give 15 to 150 results (and its seed)."""
+    return seeded_workload(
+        seed,
+        lambda w: 15 <= len(local_records(w.text, w.docs, limit=150)) <= 150,
+        queries=(3, 5),
+        documents=(30, 30),
+    )
 
 
 class Fixture:
     """A home with a filled spool, the reference result set and the job's paths."""
 
-    def __init__(self, root: Path, per_batch: int) -> None:
+    def __init__(self, root: Path, per_batch: int, seed: int) -> None:
         self.root = root
         self.per_batch = per_batch
-        self.docs = _documents()
+        self.seed, workload = _workload(seed)
+        self.queries = root / "queries.xscl"
+        self.queries.write_text(workload.text, encoding="utf-8")
         source = root / "docs.jsonl"
-        source.write_text("".join(envelope_line(d) + "\n" for d in self.docs), encoding="utf-8")
+        source.write_text("".join(envelope_line(d) + "\n" for d in workload.docs), "utf-8")
         reference = root / "reference.jsonl"
-        reference_run_batch(QUERIES.read_text(encoding="utf-8"), source, reference)
+        reference_run_batch(workload.text, source, reference)
         self.expected = {
             record["result_id"]: record
             for record in map(json.loads, reference.read_text(encoding="utf-8").splitlines())
         }
-        assert len(self.expected) > 2 * COPIES, "the example should give many results"
         self.paths = JobPaths(root / "home")
         with Spool(self.paths.home / "spool", sync=False) as writer:
-            writer.append(self.docs)
-        self.batches = -(-len(self.docs) // per_batch)
+            writer.append(workload.docs)  # a re-delivery is not stored again
+            records = writer.next_offset()
+        self.batches = -(-records // per_batch)
+        self.paths.marks.mkdir()
         self.log = root / "jobs.log"
 
     def options(self, *extra: str) -> list[str]:
         """The job's command-line options (``python -m xscl.spark_plugin.submit ...``)."""
         return [
-            "--queries", str(QUERIES), "--spool", str(self.paths.home / "spool"),
+            "--queries", str(self.queries), "--spool", str(self.paths.home / "spool"),
             "--home", str(self.paths.home), "--max-records-per-batch", str(self.per_batch), *extra,
-        ]
+        ]  # fmt: skip
 
-    def start(self, *extra: str) -> Job:
-        """Start the job in its own process group."""
+    def start(self, *extra: str, stage1_marks: bool = False) -> Job:
+        """Start the job in its own process group (``stage1_marks``: its Python daemon
+        marks Stage 1, ``tests/spark/stage1_daemon.py``)."""
         argv = [sys.executable, "-m", "xscl.spark_plugin.submit", *self.options(*extra)]
-        return Job(argv, self.log, self.root)
+        if not stage1_marks:
+            return Job(argv, self.log, self.root)
+        paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), **{MARKS: str(self.paths.marks)})
+        env["PYSPARK_SUBMIT_ARGS"] = (
+            "--conf spark.python.daemon.module=tests.spark.stage1_daemon pyspark-shell"
+        )
+        return Job(argv, self.log, self.root, env)
 
     def committed(self) -> int:
         return len(committed_markers(self.paths.results))
@@ -162,25 +173,29 @@ def java() -> Path:
 
 
 def kill_plan(seed: int) -> list[tuple[str, int]]:
-    """(point, further commits to wait for) per driver kill: every point once, seeded order."""
+    """(point, further commits to wait for) per driver kill: KILLS points, seeded order."""
     rng = random.Random(seed)
-    points = list(POINTS)
-    rng.shuffle(points)
+    points = rng.sample(POINTS, KILLS)
     return [(point, 1 if n == 0 else rng.randint(1, 2)) for n, point in enumerate(points)]
 
 
 def test_driver_killed_at_several_points_gives_the_failure_free_result_set(
     spark: Any, tmp_path: Path
 ) -> None:
-    run = Fixture(tmp_path, per_batch=2)
+    print(f"XSCL_KILL_SEED={SEED}")
+    run = Fixture(tmp_path, per_batch=2, seed=SEED)
     kills: list[Kill] = []
     for point, further in kill_plan(SEED):
-        story = f"seed {SEED}; " + "; ".join(k.describe() for k in kills)
+        story = f"XSCL_KILL_SEED={SEED} (workload seed {run.seed}); " + "; ".join(
+            k.describe() for k in kills
+        )
         arm = run.committed() + further
         assert arm < run.batches, f"{story}\nthe spool is too short for the plan"
-        with run.start("--trigger-seconds", "0.5", "--quiet") as job:
+        with run.start("--trigger-seconds", "0.5", "--quiet", stage1_marks=True) as job:
             kills.append(kill_at(job, run.paths, point, after_commits=arm, timeout=TIMEOUT))
-    story = f"seed {SEED}; " + "; ".join(k.describe() for k in kills)
+    story = f"XSCL_KILL_SEED={SEED} (workload seed {run.seed}); " + "; ".join(
+        k.describe() for k in kills
+    )
     assert all(k.inside for k in kills), story
     assert run.committed() < run.batches, f"{story}\nthe job finished before the last kill"
 
@@ -200,7 +215,8 @@ def test_driver_killed_at_several_points_gives_the_failure_free_result_set(
 def test_executor_killed_under_local_cluster_gives_the_failure_free_result_set(
     java: Path, tmp_path: Path
 ) -> None:
-    run = Fixture(tmp_path, per_batch=4)  # fewer batches: only a few are needed after the kill
+    print(f"XSCL_KILL_SEED={SEED}")
+    run = Fixture(tmp_path, per_batch=4, seed=SEED)  # fewer batches: a few needed after the kill
     with run.start("--master", "local-cluster[2,1,1024]", "--once") as job:
         # A batch is planned: its task is about to go to an executor. Both executors
         # are frozen, so the task waits in the socket of the one the driver picked
@@ -229,7 +245,8 @@ def test_executor_killed_under_local_cluster_gives_the_failure_free_result_set(
         for pid in executors:
             if pid != victim:
                 os.kill(pid, signal.SIGCONT)
-        story = (f"executors {executors} frozen as batch {batch} was planned; pid {victim} got "
+        story = (f"XSCL_KILL_SEED={SEED} (workload seed {run.seed}): "
+                 f"executors {executors} frozen as batch {batch} was planned; pid {victim} got "
                  f"a task ({unread} unread bytes from the driver) and was SIGKILLed, "
                  f"{committed} of {run.batches} batches committed")
         while not process_gone(victim):

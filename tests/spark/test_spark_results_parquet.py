@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.engine import ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.errors import ResultsDirectoryError
@@ -62,7 +63,7 @@ def _commit(root: Path, name: str, records: list[ResultRecord]) -> None:
     commit_batch(str(root), name, [part] if part is not None else [])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@examples(40, suppress=list(HealthCheck))
 @given(
     records=st.lists(result_records(), max_size=12, unique_by=lambda r: r.result_id),
     group_rows=st.sampled_from([1, 3, results_parquet.ROW_GROUP_ROWS]),

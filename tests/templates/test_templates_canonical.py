@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import random
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.lang.ast import JoinKind
 from xscl.templates.canonical import RawGraph, canonical_raw
 
@@ -73,7 +74,7 @@ def isomorphic(g: RawGraph, h: RawGraph) -> bool:
     return False
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(
     seed=st.integers(0, 10**9),
     sizes=st.tuples(st.integers(1, 4), st.integers(1, 4)),

@@ -8,35 +8,36 @@ from __future__ import annotations
 
 import pickle
 import random
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+from tests.workloads import NAMESPACES, query_texts
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_query
 from xscl.templates import ShapeMemo, assign_template, query_shape
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine_local"))
-from workloads import random_query
-
 JOIN = "S/item[./a->x1] JOIN {x1 = y1, 5s} T/item[./a->y1]"
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**9))
-def test_memoised_answers_equal_fresh_ones_under_any_id(seed: int) -> None:
-    rng = random.Random(seed)
-    texts = [random_query(rng, "A", rng.choice((1, 2, 3)), rng.random() < 0.5) for _ in range(4)]
-    memo = ShapeMemo(max_shapes=rng.choice((1, 2, 100)))
+@examples(60)
+@given(
+    texts=st.lists(query_texts(), min_size=1, max_size=4),
+    max_shapes=st.sampled_from((1, 2, 100)),
+    rng=st.randoms(use_true_random=False),
+)
+def test_memoised_answers_equal_fresh_ones_under_any_id(
+    texts: list[str], max_shapes: int, rng: random.Random
+) -> None:
+    memo = ShapeMemo(max_shapes=max_shapes)
     for round_ in range(3):  # the same shapes again, under new ids, in another order
         rng.shuffle(texts)
         for position, text in enumerate(texts):
             qid = f"q{round_}_{position}"
-            query = parse_query(text.split(":", 1)[1], qid=qid)
+            query = parse_query(text.split(":", 1)[1], qid=qid, namespaces=NAMESPACES)
             normal = memo.normal(query)
             assert normal == normalize(query)
             assert normal.query is query

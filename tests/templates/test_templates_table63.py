@@ -10,7 +10,8 @@ and 16 for K = 1..4 (for K = 3: three disjoint edges; a path of three edges;
 a 3-star centred left or right; a 2-star centred left or right plus an edge).
 The thesis's table prints 6 for flat K = 3, and its Figure 6.6 shows the 16
 templates of K = 3 on the complex schema, the first 6 being the flat ones.
-On the complex schema K = 4 gives 146 (< 230).
+On the complex schema K = 4 gives 146: below the spec's bound of 230, and pinned as
+this enumeration's own count (not checked by hand).
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ def test_complex_schema_counts(joins: int, expected: int) -> None:
     assert count_templates("complex", joins) == expected
 
 
-def test_complex_schema_four_joins_stays_below_230() -> None:
-    assert count_templates("complex", 4) == 146
+def test_complex_schema_four_joins_is_below_the_spec_bound_and_pinned_at_146() -> None:
+    """The spec asks only for fewer than 230 templates (thesis Table 6.3 prints no exact
+    count for K = 4). 146 is this enumeration's own count, not checked by hand: it is
+    pinned so that a change to the canonical form or the enumeration that moves it is
+    seen and has to be explained, not because 146 is known to be right."""
+    count = count_templates("complex", 4)
+    assert count < 230  # the spec's requirement
+    assert count == 146  # regression pin (see the docstring)
 
 
 def test_cli_prints_the_count_alone_on_the_last_line(capsys: pytest.CaptureFixture[str]) -> None:

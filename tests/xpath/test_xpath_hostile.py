@@ -54,6 +54,7 @@ def _run(stage: Stage1, docs: list[tuple[str, bytes]]) -> tuple[list[str], dict[
     return values, errors
 
 
+@pytest.mark.shared_data
 def test_xml_attacks_never_expand_entities(shared_data: Path) -> None:
     files = sorted((shared_data / "xml-attacks").rglob("*.x*"))
     assert len(files) >= 15
@@ -105,14 +106,26 @@ def _not_wf_cases(root: Path) -> list[Path]:
     return sorted(cases)
 
 
+#: The W3C not-well-formed cases Stage 1 accepts, and why: libxml2 lets a byte order
+#: mark win over an encoding declaration that contradicts it (the document is read in
+#: the BOM's encoding, which is what it is written in).
+W3C_ACCEPTED = {
+    "eduni/misc/007.xml",  # hst-lhs-007: UTF-8 BOM, declared iso-8859-1
+    "eduni/misc/008.xml",  # hst-lhs-008: UTF-16 BOM, declared utf-8
+}
+
+
+@pytest.mark.shared_data
 def test_w3c_not_well_formed_cases_are_rejected(shared_data: Path) -> None:
-    cases = _not_wf_cases(shared_data / "xmlconf-w3c" / "xmlconf")
-    assert len(cases) > 500
+    root = (shared_data / "xmlconf-w3c" / "xmlconf").resolve()
+    cases = {p.relative_to(root).as_posix(): p for p in _not_wf_cases(root)}
+    assert len(cases) == 540
     stage = _stage()
-    _good, errors = _run(stage, [(str(p), p.read_bytes()) for p in cases])
-    assert len(errors) >= 0.99 * len(cases), sorted(set(map(str, cases)) - set(errors))
+    _good, errors = _run(stage, [(name, p.read_bytes()) for name, p in cases.items()])
+    assert set(cases) - set(errors) == W3C_ACCEPTED
 
 
+@pytest.mark.shared_data
 def test_malformed_feeds_are_counted(shared_data: Path) -> None:
     index = (shared_data / "feeds-index.tsv").read_text(encoding="utf-8").splitlines()[1:]
     malformed = [line.split("\t")[0] for line in index if line.split("\t")[2] != "yes"]

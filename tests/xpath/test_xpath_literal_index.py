@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.lang.ast import NumberLiteral, StringLiteral
 from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.strings import compare, parse_number
@@ -23,7 +24,7 @@ WORDS = st.sampled_from(
 NUMBERS = st.sampled_from(["0", "1", "2.5", "-3", "10", "1.0", "-1000000"]).map(Decimal)
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(
     entries=st.lists(st.tuples(st.sampled_from(OPS), WORDS), max_size=12),
     values=st.lists(WORDS, max_size=3),
@@ -40,7 +41,7 @@ def test_string_literals_match_compare(entries: list[tuple[str, str]], values: l
     assert set(out) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(
     entries=st.lists(st.tuples(st.sampled_from(OPS), NUMBERS), max_size=12),
     values=st.lists(WORDS, max_size=3),

@@ -13,9 +13,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from xscl.lang.ast import (
     Block,
     ComparisonPredicate,
@@ -33,11 +34,7 @@ from xscl.xpath import Stage1
 
 NAMES = ["a", "b", "title", "c"]
 URI = "urn:x"
-SETTINGS = settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = examples(200)
 
 # ----------------------------------------------------------------- documents
 # numbers and near-numbers of spec 3.1
@@ -237,7 +234,7 @@ def test_shared_evaluation_equals_oracle(
     check_document(stage, ids, edges, xml, oracle_class(xml))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(25)
 @given(
     first=st.lists(definitions(), min_size=1, max_size=8),
     second=st.lists(definitions(), min_size=1, max_size=8),

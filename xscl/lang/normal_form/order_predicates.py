@@ -6,7 +6,9 @@ numbering of generated variables independent of how the user ordered them.
 The sort key is the predicate's ``repr`` with every binding erased (so renaming
 variables does not reorder), then its full ``repr`` as a tie-break (so the
 order is total and deterministic). Exact duplicates and the trivially true
-``[.]`` are dropped. The rule applies at every depth.
+``[.]`` are dropped. A string literal is put in NFC: node values are compared
+NFC-normalised (spec 3.1), so ``'cafe\u0301'`` (decomposed) is the predicate
+``'caf\u00e9'`` is, and matches what it does. The rule applies at every depth.
 
 >>> from xscl.lang.parser import parse_query
 >>> from xscl.lang.printer import format_query
@@ -17,9 +19,18 @@ S//book[./author = 'Ann'][./title]
 
 from __future__ import annotations
 
+import unicodedata
 from functools import lru_cache
 
-from xscl.lang.ast import PathPredicate, Predicate, Query, RelPath, Step
+from xscl.lang.ast import (
+    ComparisonPredicate,
+    PathPredicate,
+    Predicate,
+    Query,
+    RelPath,
+    Step,
+    StringLiteral,
+)
 from xscl.lang.normal_form.paths import (
     erase_bindings,
     map_predicate_paths,
@@ -44,6 +55,16 @@ def canonical_predicates(
     return tuple(sorted(unique, key=predicate_sort_key))
 
 
+def nfc_literal(predicate: Predicate) -> Predicate:
+    """``predicate`` with its string literal, if any, in NFC (see the module docstring)."""
+    if isinstance(predicate, ComparisonPredicate) and isinstance(predicate.literal, StringLiteral):
+        value = predicate.literal.value
+        composed = value if value.isascii() else unicodedata.normalize("NFC", value)
+        if composed != value:
+            return ComparisonPredicate(predicate.path, predicate.op, StringLiteral(composed))
+    return predicate
+
+
 @lru_cache(maxsize=65_536)
 def order_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """``steps`` with every predicate list, at every depth, in canonical order.
@@ -54,7 +75,9 @@ def order_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
         rebuild_step(
             step,
             step.var,
-            canonical_predicates([map_predicate_paths(p, order_steps) for p in step.predicates]),
+            canonical_predicates(
+                [nfc_literal(map_predicate_paths(p, order_steps)) for p in step.predicates]
+            ),
         )
         for step in steps
     )
