@@ -46,6 +46,39 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-V009": "invalid XPath function predicate",
 }
 
+#: Stable error codes of CEL, the event language beside XSCL (docs/cel.md section 7).
+#: CEL errors are ``XsclSyntaxError`` / ``XsclValidationError`` with these codes.
+CEL_ERROR_CODES: dict[str, str] = {
+    # Syntax (parser) errors.
+    "CEL-P001": "unexpected character",
+    "CEL-P002": "unterminated string literal",
+    "CEL-P003": "unexpected token",
+    "CEL-P004": "unexpected end of query",
+    "CEL-P005": "invalid duration unit (us, ms, s, m, min, h, d)",
+    "CEL-P006": "invalid query id (must match [A-Za-z_][A-Za-z0-9_.-]*)",
+    "CEL-P007": "DECLARE STREAM after the first query",
+    "CEL-P008": "empty query between two ';'",
+    "CEL-P009": "the file holds no query",
+    "CEL-P010": "reserved keyword used as a name",
+    "CEL-P011": "invalid decorator (only $1., $2. and $. before an attribute name)",
+    # Semantic (validation) errors.
+    "CEL-V001": "unknown attribute",
+    "CEL-V002": "ambiguous attribute (in more than one input: decorate it)",
+    "CEL-V003": "decorator not allowed here",
+    "CEL-V004": "unknown stream",
+    "CEL-V005": "resubscription cycle",
+    "CEL-V006": "duplicate query id",
+    "CEL-V007": "FOLD schema inclusion: the second input has an attribute the first lacks",
+    "CEL-V008": "FOLD aggregate names an attribute the first input does not have",
+    "CEL-V009": "duplicate attribute name in a schema",
+    "CEL-V010": "UNION of streams with different schemas",
+    "CEL-V011": "DUR or a duration used other than as 'DUR relop constant' in a predicate",
+    "CEL-V012": "a condition where a value is expected, or a value where a condition is",
+    "CEL-V013": "conflicting stream schemas (declared twice, or declared and PUBLISHed)",
+    "CEL-V014": "unknown function or wrong number of arguments",
+    "CEL-V015": "a SELECT expression needs AS name",
+}
+
 
 def line_column(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of ``offset`` in ``text`` (columns count code points)."""
