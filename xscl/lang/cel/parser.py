@@ -14,7 +14,7 @@ position among all queries, bad ones included.
 >>> f.ok, f.queries[0].qid, f.streams[0].attrs
 (True, 'q1', ('Name', 'Price'))
 >>> print(parse_file("FROM FILTER{Price >}(Stock)").errors[0])
-q1:1:20: CEL-P003 unexpected ')' (expected: ...)
+q1:1:20: CEL-P003 unexpected '}' (expected: '-', an expression, ...)
   FROM FILTER{Price >}(Stock)
                      ^
 """
