@@ -1,7 +1,8 @@
 """Semantic checks of parsed CEL queries and the resolved ``Program`` (docs/cel.md 3 and 7).
 
 ``validate`` takes the parser's output and returns a ``Program`` (the valid
-queries, every attribute reference resolved to the input it reads) and one
+queries, every attribute reference resolved to the input it reads, every DUR
+test written ``DUR op Duration``) and one
 ``XsclValidationError`` per problem. Each error has a stable code, the query
 id, the line and column of the offending construct and what was expected:
 
@@ -45,8 +46,10 @@ provided: the streams that only a rejected query PUBLISHes are unknown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Literal
 
 from xscl.lang.cel.ast import (
@@ -56,6 +59,7 @@ from xscl.lang.cel.ast import (
     BoolConst,
     Call,
     Compare,
+    CompareOp,
     Const,
     Dur,
     Duration,
@@ -161,10 +165,25 @@ def _limited(names: Sequence[str], limit: int = 20) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _is_constant_number(expr: Expr) -> bool:
+_FLIPPED: dict[CompareOp, CompareOp] = {
+    "=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=",
+}  # fmt: skip
+
+
+def _constant_micros(expr: Expr) -> int | None:
+    """Microseconds of a duration or a constant number of seconds (docs/cel.md 2.3), else None."""
+    sign = 1
     while isinstance(expr, Negate):
-        expr = expr.operand
-    return isinstance(expr, Const) and not isinstance(expr.value, str)
+        sign, expr = -sign, expr.operand
+    if isinstance(expr, Duration):
+        return sign * expr.micros
+    if isinstance(expr, Const) and not isinstance(expr.value, str):
+        return sign * math.floor(Decimal(repr(expr.value)) * 1_000_000)
+    return None
+
+
+def _text(expr: Expr) -> str:
+    return expr.text if isinstance(expr, Duration) else ""
 
 
 class _QueryChecker:
@@ -372,7 +391,8 @@ class _QueryChecker:
         if isinstance(left, Dur) or isinstance(right, Dur):
             dur, other = (left, right) if isinstance(left, Dur) else (right, left)
             self.typed(dur, scope)
-            if not (isinstance(other, Duration) or _is_constant_number(other)):
+            micros = _constant_micros(other)
+            if micros is None:
                 self.error(
                     "CEL-V011",
                     "DUR can only be compared with a constant duration",
@@ -380,7 +400,8 @@ class _QueryChecker:
                     ("a duration such as 10min, or a number of seconds",),
                 )
                 raise _Reject
-            return expr
+            op = expr.op if dur is left else _FLIPPED[expr.op]
+            return Compare(op, dur, Duration(micros, _text(other), _span(other)), expr.span)
         return replace(
             expr, left=self.expr(left, scope, "value"), right=self.expr(right, scope, "value")
         )
