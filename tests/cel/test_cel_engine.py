@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from tests.cel.fixtures_eval import FIXTURES, load
 from tests.cel.strategies import event_lists, programs
+from xscl.connectors.errors import DeadLetter
 from xscl.events.engine import OPTIMISATIONS, Engine, EngineConfig, SubscriptionError
 from xscl.events.envelope import Event
 from xscl.events.reference import evaluate
+from xscl.events.reorder import ReorderBuffer
 from xscl.events.results import Result
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import Program, validate
@@ -223,3 +225,46 @@ def test_a_new_subscription_reads_the_streams_of_earlier_ones() -> None:
     }
     with pytest.raises(SubscriptionError, match="already"):
         engine.subscribe(later)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=programs(),
+    events=event_lists(),
+    slack=st.integers(0, 4),
+    data=st.data(),
+)
+def test_arrival_order_within_the_slack_does_not_change_results(
+    text: str, events: list[Event], slack: int, data: st.DataObject
+) -> None:
+    """Events arrive in any order in which none is more than the slack late (thesis 4.4.2)."""
+    parsed = parse_file(text)
+    program, errors = validate(parsed)
+    assume(parsed.ok and not errors)
+    slack_us = slack * 1_000_000
+    delays = data.draw(
+        st.lists(st.integers(0, slack_us), min_size=len(events), max_size=len(events))
+    )
+    keyed = sorted((e.end + d, n) for n, (e, d) in enumerate(zip(events, delays, strict=True)))
+    arrival = [events[n] for _, n in keyed]
+    engine = Engine()
+    engine.subscribe(program)
+    buffer = ReorderBuffer(slack_us)
+    got: set[Result] = set()
+    for event in arrival:
+        released = buffer.push(event)
+        assert isinstance(released, list), "no event is late within the slack"
+        for time, group in released:
+            got |= engine.process_epoch(time, group)
+    for time, group in buffer.flush():
+        got |= engine.process_epoch(time, group)
+    assert got == evaluate(program, events)
+
+
+def test_an_event_later_than_the_slack_is_a_counted_dead_letter() -> None:
+    buffer = ReorderBuffer(slack=1_000_000)
+    assert buffer.push(Event("S", 5_000_000, 5_000_000, {})) == []
+    assert buffer.push(Event("S", 4_000_000, 4_000_000, {})) == []  # exactly the slack: on time
+    late = buffer.push(Event("S", 3_999_999, 3_999_999, {}))
+    assert isinstance(late, DeadLetter) and late.code == "CEL-E007" and buffer.late == 1
+    assert [t for t, _ in buffer.flush()] == [4_000_000, 5_000_000]
