@@ -34,7 +34,7 @@ BAD_LINES = [
 
 @pytest.mark.parametrize(("line", "code"), BAD_LINES)
 def test_bad_lines_become_coded_dead_letters(line: str, code: str) -> None:
-    (dead,) = read_events([line], source="in.jsonl")
+    ((_, dead),) = read_events([line], source="in.jsonl")
     assert isinstance(dead, DeadLetter)
     assert (dead.code, dead.source, dead.line) == (code, "in.jsonl", 1)
     assert dead.reason
@@ -47,8 +47,8 @@ def test_a_bad_line_does_not_stop_the_input() -> None:
         "",
         '{"stream": "S", "end": 2, "attrs": {}}',
     ]
-    kinds = [type(item).__name__ for item in read_events(lines)]
-    assert kinds == ["Event", "DeadLetter", "Event"]
+    kinds = [(n, type(item).__name__) for n, item in read_events(lines)]
+    assert kinds == [(1, "Event"), (2, "DeadLetter"), (4, "Event")]
 
 
 def test_every_input_code_is_documented() -> None:

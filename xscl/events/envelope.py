@@ -119,8 +119,10 @@ def parse_event(text: str) -> Event:
     return Event(stream, start, end, values)
 
 
-def read_events(lines: Iterable[str], *, source: str | None = None) -> Iterator[Event | DeadLetter]:
-    """Events of JSON Lines text, in order; a bad line yields its ``DeadLetter``.
+def read_events(
+    lines: Iterable[str], *, source: str | None = None
+) -> Iterator[tuple[int, Event | DeadLetter]]:
+    """(line number, event) per line of JSON Lines text; a bad line gives its ``DeadLetter``.
 
     Blank lines are skipped.
     """
@@ -128,9 +130,9 @@ def read_events(lines: Iterable[str], *, source: str | None = None) -> Iterator[
         if not line.strip():
             continue
         try:
-            yield parse_event(line)
+            yield number, parse_event(line)
         except EventError as exc:
-            yield DeadLetter(source, number, _stream_of(line), None, exc.message, exc.code)
+            yield number, DeadLetter(source, number, _stream_of(line), None, exc.message, exc.code)
 
 
 def _stream_of(line: str) -> str | None:
