@@ -268,3 +268,21 @@ def test_an_event_later_than_the_slack_is_a_counted_dead_letter() -> None:
     late = buffer.push(Event("S", 3_999_999, 3_999_999, {}))
     assert isinstance(late, DeadLetter) and late.code == "CEL-E007" and buffer.late == 1
     assert [t for t, _ in buffer.flush()] == [4_000_000, 5_000_000]
+
+
+def test_two_constants_for_one_attribute_are_both_tested() -> None:
+    """The FR and AN indices hash one constant per attribute; a second is an ordinary test."""
+    text = (
+        "DECLARE STREAM S(a, b);\n"
+        "never: FROM FILTER{a = 1 AND a = 2}(S);\n"
+        "once: FROM FILTER{a = 1 AND a = 1.0 AND b = 'x'}(S) NEXT{$2.a = 1 AND $2.a = 2} S;\n"
+        "twice: FROM FILTER{a = 1 AND a = 1.0 AND b = 'x'}(S) NEXT{$2.b = 'x' AND $2.b = 'x'} S"
+    )
+    program = _program(text)
+    events = _events([("S", t, {"a": 1, "b": "x"}) for t in range(3)])
+    for off in CONFIGS:
+        engine = Engine(EngineConfig.without(*off))
+        engine.subscribe(program)
+        got = engine.run(events)
+        assert got == evaluate(program, events)
+        assert sorted(r.query for r in got) == ["twice", "twice"]

@@ -7,10 +7,10 @@ small protocol:
 
 * ``ScannedActiveStates``: every active state of the stream, each static part
   evaluated;
-* ``IndexedActiveStates``: the AN index, a hash on one ``event.a = constant``
-  conjunct of each filter (the pub/sub part of the thesis's two-level index),
-  so an event reaches only the states whose constant it carries, plus the
-  states without such a conjunct.
+* ``IndexedActiveStates``: the AN index, a hash on the constants of each
+  filter's ``event.a = constant`` conjuncts (the pub/sub part of the thesis's
+  two-level index), so an event reaches only the states whose constants it
+  carries, plus the states without such conjuncts.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from xscl.events import closures
 from xscl.events.automaton import State
-from xscl.events.closures import Closure
-from xscl.events.ir import Cmp, E, Lit
+from xscl.events.edge_index import probe_keys, signature
 
 __all__ = ["ActiveStates", "IndexedActiveStates", "ScannedActiveStates"]
 
@@ -70,76 +68,56 @@ class ScannedActiveStates:
         return self._count
 
 
-class _StreamIndex:
-    """One stream's active states: hashed on (position, constant), and the rest."""
-
-    def __init__(self) -> None:
-        self.buckets: dict[tuple[int, Any], dict[State, Closure | None]] = {}
-        self.positions: dict[int, int] = {}  # position -> how many states are hashed on it
-        self.rest: dict[State, Closure | None] = {}
-
-
 class IndexedActiveStates:
-    """The AN index: active states hashed on an ``event.a = constant`` filter conjunct."""
+    """The AN index: active states hashed on the constants of their filter's static equalities.
+
+    Grouped by the positions of those equalities as the FR index's tables are
+    (``xscl.events.edge_index.signature``), so one probe per group in use.
+    """
 
     def __init__(self) -> None:
-        self._streams: dict[str, _StreamIndex] = {}
-        self._where: dict[State, tuple[str, tuple[int, Any] | None]] = {}
+        self._streams: dict[
+            str, dict[tuple[int, ...], dict[tuple[Any, ...], dict[State, None]]]
+        ] = {}
+        self._where: dict[State, tuple[tuple[int, ...], tuple[Any, ...]]] = {}
 
     def activate(self, state: State) -> None:
         if state in self._where:
             return
         assert state.stream is not None
-        index = self._streams.setdefault(state.stream, _StreamIndex())
-        parts = state.filter_parts
-        if parts.static_eq:
-            (j, constant), *others = parts.static_eq
-            residual = closures.predicate(
-                tuple(Cmp("=", E(p), Lit(c)) for p, c in others) + parts.static_rest
-            )
-            key = (j, constant)
-            index.buckets.setdefault(key, {})[state] = residual
-            index.positions[j] = index.positions.get(j, 0) + 1
-            self._where[state] = (state.stream, key)
-        else:
-            index.rest[state] = state.filter_static
-            self._where[state] = (state.stream, None)
+        positions, constants = signature(state.filter_parts.static_eq)
+        groups = self._streams.setdefault(state.stream, {})
+        groups.setdefault(positions, {}).setdefault(constants, {})[state] = None
+        self._where[state] = (positions, constants)
 
     def deactivate(self, state: State) -> None:
-        found = self._where.pop(state, None)
-        if found is None:
+        where = self._where.pop(state, None)
+        if where is None:
             return
-        stream, key = found
-        index = self._streams[stream]
-        if key is None:
-            del index.rest[state]
-            return
-        bucket = index.buckets[key]
+        assert state.stream is not None
+        positions, constants = where
+        groups = self._streams[state.stream]
+        bucket = groups[positions][constants]
         del bucket[state]
         if not bucket:
-            del index.buckets[key]
-        j = key[0]
-        index.positions[j] -= 1
-        if not index.positions[j]:
-            del index.positions[j]
+            del groups[positions][constants]
+            if not groups[positions]:
+                del groups[positions]
 
     def affected(self, stream: str, event: Any) -> Iterable[State]:
-        index = self._streams.get(stream)
-        if index is None:
+        groups = self._streams.get(stream)
+        if not groups:
             return ()
         values = event[0]
-        found = [
-            s for s, residual in index.rest.items() if residual is None or residual(None, event)
-        ]
-        buckets = index.buckets
-        for j in index.positions:
-            value = values[j]
-            if value is None:
-                continue
-            bucket = buckets.get((j, value))
+        found: list[State] = []
+        for positions, group in groups.items():
+            key = probe_keys(positions, values)
+            bucket = group.get(key) if key is not None else None
             if bucket:
                 found.extend(
-                    s for s, residual in bucket.items() if residual is None or residual(None, event)
+                    s
+                    for s in bucket
+                    if s.filter_rest_static is None or s.filter_rest_static(None, event)
                 )
         return found
 

@@ -114,6 +114,7 @@ class State:
     def __post_init__(self) -> None:
         self.filter_parts: Parts = split(self.filter)
         self.filter_static = closures.predicate(self.filter_parts.static)
+        self.filter_rest_static = closures.predicate(self.filter_parts.static_rest)
 
     @property
     def edges(self) -> list[Edge]:

@@ -8,12 +8,12 @@ instance. Two implementations of one small protocol:
 
 * ``ScannedEdges``: every edge, with its whole predicate left to check for
   every instance;
-* ``IndexedEdges``: the FR index: per state, edges hashed on one
-  ``event.a = constant`` conjunct, the remaining static conjuncts evaluated
-  once per event (once per distinct conjunction, however many edges of the
-  state share it), so only the dynamic part is left per instance. On the
-  start state of a stream this is the pub/sub index over every query's
-  first step.
+* ``IndexedEdges``: the FR index: per state, edges hashed on the constants
+  of their ``event.a = constant`` conjuncts, the remaining static conjuncts
+  evaluated once per event (once per distinct conjunction, however many
+  edges of the state share it), so only the dynamic part is left per
+  instance. On the start state of a stream this is the pub/sub index over
+  every query's first step.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any, Protocol
 from xscl.events import closures
 from xscl.events.automaton import Edge, State
 from xscl.events.closures import Closure
-from xscl.events.ir import Cmp, E, Lit, Pred
+from xscl.events.ir import Pred
 
-__all__ = ["EdgeIndex", "IndexedEdges", "ScannedEdges"]
+__all__ = ["EdgeIndex", "IndexedEdges", "ScannedEdges", "probe_keys", "signature"]
 
 Candidates = Sequence[tuple[Edge, Closure | None]]
 
@@ -68,16 +68,19 @@ class ScannedEdges:
 
 
 class _Table:
-    """One state's edges: hashed on (position, constant), the rest, and shared residuals.
+    """One state's edges, hashed on the values their static equalities fix.
 
-    Each distinct static residual gets a small integer id, so the per-event
-    memo of which residuals hold never hashes expressions.
+    Edges are grouped by the positions of their ``event.a = constant``
+    conjuncts (a *signature*); within a group, by the constants. An event is
+    looked up once per signature, so it meets only edges whose every equality
+    it satisfies (the counting idea of pub/sub matching, one probe per
+    combination of attributes in use). Each distinct static residual gets a
+    small integer id, so the per-event memo of which residuals hold never
+    hashes expressions.
     """
 
     def __init__(self) -> None:
-        self.buckets: dict[tuple[int, Any], dict[Edge, int]] = {}
-        self.positions: dict[int, int] = {}
-        self.rest: dict[Edge, int] = {}
+        self.groups: dict[tuple[int, ...], dict[tuple[Any, ...], dict[Edge, int]]] = {}
         self.ids: dict[Pred, int] = {}
         self.tests: dict[int, tuple[Closure | None, int, Pred]] = {}  # id -> (test, users, pred)
         self._next = 0
@@ -101,47 +104,51 @@ class _Table:
             self.tests[rid] = (test, users - 1, pred)
 
 
+def signature(equalities: tuple[tuple[int, Any], ...]) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The positions and constants of ``event.a = constant`` conjuncts, by position.
+
+    >>> signature(((3, "x"), (1, 5)))
+    ((1, 3), (5, 'x'))
+    """
+    ordered = sorted(dict(equalities).items())
+    return tuple(p for p, _ in ordered), tuple(c for _, c in ordered)
+
+
+def probe_keys(positions: tuple[int, ...], values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The event's values at ``positions`` as a lookup key (None if one is null)."""
+    key = tuple(values[p] for p in positions)
+    return None if None in key else key
+
+
 class IndexedEdges:
-    """The FR index: per state, static equality hash plus once-per-event static residuals."""
+    """The FR index: per state, static equalities hashed, static residuals once per event."""
 
     def __init__(self) -> None:
         self._tables: dict[State, _Table] = {}
-        self._where: dict[Edge, tuple[int, Any] | None] = {}
+        self._where: dict[Edge, tuple[tuple[int, ...], tuple[Any, ...]]] = {}
 
     def add(self, edge: Edge) -> None:
         table = self._tables.setdefault(edge.source, _Table())
-        parts = edge.parts
-        key: tuple[int, Any] | None = None
-        others = parts.static_eq
-        if parts.static_eq:
-            (j, constant), *rest_eq = parts.static_eq
-            key, others = (j, constant), tuple(rest_eq)
-        rid = table.acquire(tuple(Cmp("=", E(p), Lit(c)) for p, c in others) + parts.static_rest)
-        if key is None:
-            table.rest[edge] = rid
-        else:
-            table.buckets.setdefault(key, {})[edge] = rid
-            table.positions[key[0]] = table.positions.get(key[0], 0) + 1
-        self._where[edge] = key
+        positions, constants = signature(edge.parts.static_eq)
+        rid = table.acquire(edge.parts.static_rest)
+        table.groups.setdefault(positions, {}).setdefault(constants, {})[edge] = rid
+        self._where[edge] = (positions, constants)
 
     def remove(self, edge: Edge) -> None:
-        if edge not in self._where:
+        where = self._where.pop(edge, None)
+        if where is None:
             return
-        key = self._where.pop(edge)
+        positions, constants = where
         table = self._tables[edge.source]
-        if key is None:
-            rid = table.rest.pop(edge)
-        else:
-            bucket = table.buckets[key]
-            rid = bucket.pop(edge)
-            if not bucket:
-                del table.buckets[key]
-            table.positions[key[0]] -= 1
-            if not table.positions[key[0]]:
-                del table.positions[key[0]]
-        table.release(rid)
-        if not table.rest and not table.buckets:
-            del self._tables[edge.source]
+        group = table.groups[positions]
+        bucket = group[constants]
+        table.release(bucket.pop(edge))
+        if not bucket:
+            del group[constants]
+            if not group:
+                del table.groups[positions]
+                if not table.groups:
+                    del self._tables[edge.source]
 
     def candidates(self, state: State, event: Any) -> Candidates:
         table = self._tables.get(state)
@@ -150,22 +157,17 @@ class IndexedEdges:
         outcome: dict[int, bool] = {}
         tests = table.tests
         found: list[tuple[Edge, Closure | None]] = []
-
-        def keep(edges: dict[Edge, int]) -> None:
-            for edge, rid in edges.items():
+        values = event[0]
+        for positions, group in table.groups.items():
+            key = probe_keys(positions, values)
+            bucket = group.get(key) if key is not None else None
+            if not bucket:
+                continue
+            for edge, rid in bucket.items():
                 ok = outcome.get(rid)
                 if ok is None:
                     test = tests[rid][0]
                     ok = outcome[rid] = test is None or bool(test(None, event))
                 if ok:
                     found.append((edge, edge.dynamic))
-
-        keep(table.rest)
-        values = event[0]
-        for j in table.positions:
-            value = values[j]
-            if value is not None:
-                bucket = table.buckets.get((j, value))
-                if bucket:
-                    keep(bucket)
         return found

@@ -267,7 +267,12 @@ def _equality(node: IR) -> tuple[E, IR] | None:
 
 
 def split(pred: Sequence[IR]) -> Parts:
-    """Sort a predicate's conjuncts into the four components of thesis 4.4.3."""
+    """Sort a predicate's conjuncts into the four components of thesis 4.4.3.
+
+    >>> parts = split((Cmp("=", E(0), Lit(1)), Cmp("=", E(0), Lit(2))))
+    >>> parts.static_eq, [str(c) for c in parts.static_rest]
+    (((0, 1),), ['E0 = 2'])
+    """
     static_eq: list[tuple[int, Value]] = []
     dynamic_eq: list[tuple[int, int]] = []
     static_rest: list[IR] = []
@@ -280,6 +285,8 @@ def split(pred: Sequence[IR]) -> Parts:
                 isinstance(other, Lit)
                 and other.value is not None
                 and not isinstance(other.value, bool)
+                # a second constant for the same attribute stays an ordinary test
+                and all(j != event.index for j, _ in static_eq)
             ):
                 static_eq.append((event.index, other.value))
                 continue
