@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xscl.events import closures
-from xscl.events.ir import IR, Parts, Pred, dur_upper_bound, split
+from xscl.events.ir import IR, Parts, Pred, cached_hash, dur_upper_bound, split
 
 __all__ = ["Edge", "EdgeLabel", "Output", "State"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class EdgeLabel:
     """What an edge does: its predicate and schema map, and where the new start comes from.
@@ -58,18 +59,22 @@ class Output:
 
 
 class Edge:
-    """A forward or rebind edge, compiled."""
+    """A forward or rebind edge, compiled.
+
+    ``map`` computes the new instance's values. The tests each index needs
+    (``check``: the whole predicate; ``static``/``dynamic``: its parts) are
+    compiled on first use, so an engine builds only the closures its indices use.
+    """
 
     __slots__ = (
-        "check",
-        "dynamic",
+        "_check",
+        "_dynamic",
         "ident",
         "label",
         "map",
         "parts",
         "since",
         "source",
-        "static",
         "target",
     )
 
@@ -88,13 +93,29 @@ class Edge:
         self.label = label
         self.since = since  # only instances that started after this time traverse it
         self.parts: Parts = split(label.pred)
-        self.check = closures.predicate(label.pred)
-        self.static = closures.predicate(self.parts.static)
-        self.dynamic = closures.predicate(self.parts.dynamic)
         self.map = closures.mapping(label.mapping, event_width)
+        self._check: Any = _UNSET
+        self._dynamic: Any = _UNSET
+
+    @property
+    def check(self) -> closures.Closure | None:
+        """The whole predicate (None = TRUE)."""
+        if self._check is _UNSET:
+            self._check = closures.predicate(self.label.pred)
+        return self._check  # type: ignore[no-any-return]
+
+    @property
+    def dynamic(self) -> closures.Closure | None:
+        """The conjuncts that read the instance (None = TRUE)."""
+        if self._dynamic is _UNSET:
+            self._dynamic = closures.predicate(self.parts.dynamic)
+        return self._dynamic  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"Edge({self.ident}: {self.source.ident} -> {self.target.ident})"
+
+
+_UNSET: Any = object()
 
 
 @dataclass(eq=False)
@@ -113,8 +134,22 @@ class State:
 
     def __post_init__(self) -> None:
         self.filter_parts: Parts = split(self.filter)
-        self.filter_static = closures.predicate(self.filter_parts.static)
-        self.filter_rest_static = closures.predicate(self.filter_parts.static_rest)
+        self._filter_static: Any = _UNSET
+        self._filter_rest_static: Any = _UNSET
+
+    @property
+    def filter_static(self) -> closures.Closure | None:
+        """The filter's static conjuncts (None = TRUE), compiled on first use."""
+        if self._filter_static is _UNSET:
+            self._filter_static = closures.predicate(self.filter_parts.static)
+        return self._filter_static  # type: ignore[no-any-return]
+
+    @property
+    def filter_rest_static(self) -> closures.Closure | None:
+        """The filter's static conjuncts other than ``attr = constant`` (None = TRUE)."""
+        if self._filter_rest_static is _UNSET:
+            self._filter_rest_static = closures.predicate(self.filter_parts.static_rest)
+        return self._filter_rest_static  # type: ignore[no-any-return]
 
     @property
     def edges(self) -> list[Edge]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,8 +41,22 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+_COMPILED: weakref.WeakValueDictionary[IR, Closure] = weakref.WeakValueDictionary()
+
+
 def value(node: IR) -> Closure:
-    """A closure computing ``node`` (a value or, for conditions, a bool)."""
+    """A closure computing ``node`` (a value or, for conditions, a bool).
+
+    Equal expressions share one closure while some edge uses it (the thesis's
+    engine shares predicate programs the same way across merged queries).
+    """
+    found = _COMPILED.get(node)
+    if found is None:
+        found = _COMPILED[node] = _compile(node)
+    return found
+
+
+def _compile(node: IR) -> Closure:
     if isinstance(node, E):
         j = node.index
         return lambda inst, ev: ev[0][j]
@@ -57,6 +72,12 @@ def value(node: IR) -> Closure:
         return _duration(node)
     if isinstance(node, And):
         items = tuple(value(item) for item in node.items)
+        if len(items) == 2:
+            first, second = items
+            return lambda inst, ev: first(inst, ev) and second(inst, ev)
+        if len(items) == 3:
+            a, b, c = items
+            return lambda inst, ev: a(inst, ev) and b(inst, ev) and c(inst, ev)
         return lambda inst, ev: all(f(inst, ev) for f in items)
     if isinstance(node, Or):
         items = tuple(value(item) for item in node.items)
@@ -160,24 +181,32 @@ def _function(node: Fn) -> Closure:
 
 def predicate(pred: Sequence[IR]) -> Closure | None:
     """A closure testing the conjunction ``pred``, or None when it is TRUE (empty)."""
-    tests = tuple(value(item) for item in pred)
-    if not tests:
+    if not pred:
         return None
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        first, second = tests
-        return lambda inst, ev: first(inst, ev) and second(inst, ev)
-    return lambda inst, ev: all(f(inst, ev) for f in tests)
+    if len(pred) == 1:
+        return value(pred[0])
+    return value(And(tuple(pred)))
+
+
+_MAPPINGS: weakref.WeakValueDictionary[tuple[tuple[IR, ...], int | None], Closure] = (
+    weakref.WeakValueDictionary()
+)
 
 
 def mapping(exprs: Sequence[IR], event_width: int | None = None) -> Closure:
     """A closure building the tuple of ``exprs``' values (a schema map of thesis 4.3).
 
     ``event_width`` (the event's number of values) lets the identity map on the
-    event return the event's own tuple.
+    event return the event's own tuple. Equal maps share one closure.
     """
-    exprs = tuple(exprs)
+    key = (tuple(exprs), event_width)
+    found = _MAPPINGS.get(key)
+    if found is None:
+        found = _MAPPINGS[key] = _mapping(key[0], event_width)
+    return found
+
+
+def _mapping(exprs: tuple[IR, ...], event_width: int | None) -> Closure:
     if event_width is not None and exprs == tuple(E(j) for j in range(event_width)):
         return lambda inst, ev: ev[0]
     instance_prefix = 0

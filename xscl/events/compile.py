@@ -35,14 +35,15 @@ from xscl.events.ir import (
     Bin,
     Cmp,
     DurCmp,
-    E,
     Fn,
-    I,
     Lit,
     Neg,
     Or,
     Pred,
     conjuncts,
+    event_slot,
+    instance_slot,
+    intern,
 )
 from xscl.events.ir import Not as NotIR
 from xscl.events.network import Holding, Network
@@ -79,7 +80,14 @@ Lookup = Callable[[Attr], IR]
 
 
 def to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
-    """The IR of a resolved CEL expression; ``lookup`` gives each attribute's expression."""
+    """The IR of a resolved CEL expression; ``lookup`` gives each attribute's expression.
+
+    Every node is interned (``xscl.events.ir.intern``), children first.
+    """
+    return intern(_to_ir(expr, lookup, dur_of_event))
+
+
+def _to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
     if isinstance(expr, Attr):
         return lookup(expr)
     if isinstance(expr, Const):
@@ -87,8 +95,7 @@ def to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
     if isinstance(expr, BoolConst):
         return Lit(expr.value)
     if isinstance(expr, Negate):
-        inner = to_ir(expr.operand, lookup, dur_of_event)
-        return Neg(inner)
+        return Neg(to_ir(expr.operand, lookup, dur_of_event))
     if isinstance(expr, Arith):
         return Bin(
             expr.op, to_ir(expr.left, lookup, dur_of_event), to_ir(expr.right, lookup, dur_of_event)
@@ -182,7 +189,7 @@ class QueryCompiler:
         if isinstance(expr, StreamRef):
             schema = self.schema_of(expr.name)
             start = self.network.start(expr.name)
-            identity = tuple(E(j) for j in range(len(schema)))
+            identity = tuple(event_slot(j) for j in range(len(schema)))
             return _Fragment(schema, (_Pending(start, (), identity, True),))
         if isinstance(expr, SubQuery):
             return self._select(self._fragment(expr.query.source), expr.query.select)
@@ -241,7 +248,7 @@ class QueryCompiler:
             since=self.since,
             holding=self.holding,
         )
-        mapping = tuple(I(i) for i in range(width)) + right.mapping
+        mapping = tuple(instance_slot(i) for i in range(width)) + right.mapping
         return _Fragment(
             next_schema(left.schema, right.schema), (_Pending(state, (), mapping, False),)
         )
@@ -264,7 +271,7 @@ class QueryCompiler:
         lookup = _sides(left.schema, right, iterated)
         stop = canonical((to_ir(expr.stop, lookup, False),))
         computed = {agg.name: to_ir(agg.expr, lookup, False) for agg in expr.aggs}
-        step = tuple(I(i) for i in range(first)) + tuple(
+        step = tuple(instance_slot(i) for i in range(first)) + tuple(
             computed[x] if x in computed else right.mapping[right.schema.index(x)] for x in iterated
         )
         state = self.network.state(
@@ -290,13 +297,13 @@ class QueryCompiler:
         stream = self.new_stream(fragment.schema)
         self._end(fragment, Output(None, stream, self.since, report=False, names=fragment.schema))
         width = len(fragment.schema)
-        return _Right(stream, fragment.schema, (), tuple(E(j) for j in range(width)))
+        return _Right(stream, fragment.schema, (), tuple(event_slot(j) for j in range(width)))
 
     def _simple(self, expr: StreamExpr) -> _Right | None:
         """A stream under FILTERs and SELECTs (a unary expression over S), else None."""
         if isinstance(expr, StreamRef):
             schema = self.schema_of(expr.name)
-            return _Right(expr.name, schema, (), tuple(E(j) for j in range(len(schema))))
+            return _Right(expr.name, schema, (), tuple(event_slot(j) for j in range(len(schema))))
         if isinstance(expr, Filter):
             inner = self._simple(expr.input)
             if inner is None:
@@ -335,7 +342,7 @@ def _sides(left: Schema, right: _Right, iterated: Schema | None) -> Lookup:
             return right.mapping[right.schema.index(attr.name)]
         if attr.side == "$":
             assert iterated is not None
-            return I(len(left) + iterated.index(attr.name))
-        return I(left.index(attr.name))
+            return instance_slot(len(left) + iterated.index(attr.name))
+        return instance_slot(left.index(attr.name))
 
     return lookup

@@ -67,20 +67,14 @@ class ScannedEdges:
         return [(edge, edge.check) for edge in edges]
 
 
-class _Table:
-    """One state's edges, hashed on the values their static equalities fix.
+class _Residuals:
+    """Static residual predicates of the indexed edges, each compiled once with a small id.
 
-    Edges are grouped by the positions of their ``event.a = constant``
-    conjuncts (a *signature*); within a group, by the constants. An event is
-    looked up once per signature, so it meets only edges whose every equality
-    it satisfies (the counting idea of pub/sub matching, one probe per
-    combination of attributes in use). Each distinct static residual gets a
-    small integer id, so the per-event memo of which residuals hold never
-    hashes expressions.
+    Edges of any state that share a residual share its id, so the per-event memo
+    of which residuals hold never hashes expressions.
     """
 
     def __init__(self) -> None:
-        self.groups: dict[tuple[int, ...], dict[tuple[Any, ...], dict[Edge, int]]] = {}
         self.ids: dict[Pred, int] = {}
         self.tests: dict[int, tuple[Closure | None, int, Pred]] = {}  # id -> (test, users, pred)
         self._next = 0
@@ -120,18 +114,31 @@ def probe_keys(positions: tuple[int, ...], values: tuple[Any, ...]) -> tuple[Any
     return None if None in key else key
 
 
+#: One state's edges: signature -> constants -> edge -> residual id.
+_Table = dict[tuple[int, ...], dict[tuple[Any, ...], dict[Edge, int]]]
+
+
 class IndexedEdges:
-    """The FR index: per state, static equalities hashed, static residuals once per event."""
+    """The FR index: per state, edges hashed on the values their static equalities fix.
+
+    Edges are grouped by the positions of their ``event.a = constant``
+    conjuncts (a *signature*); within a group, by the constants. An event is
+    looked up once per signature, so it meets only edges whose every equality
+    it satisfies (the counting idea of pub/sub matching, one probe per
+    combination of attributes in use); the remaining static conjuncts are
+    evaluated once per event and distinct conjunction.
+    """
 
     def __init__(self) -> None:
         self._tables: dict[State, _Table] = {}
         self._where: dict[Edge, tuple[tuple[int, ...], tuple[Any, ...]]] = {}
+        self._residuals = _Residuals()
 
     def add(self, edge: Edge) -> None:
-        table = self._tables.setdefault(edge.source, _Table())
+        table = self._tables.setdefault(edge.source, {})
         positions, constants = signature(edge.parts.static_eq)
-        rid = table.acquire(edge.parts.static_rest)
-        table.groups.setdefault(positions, {}).setdefault(constants, {})[edge] = rid
+        rid = self._residuals.acquire(edge.parts.static_rest)
+        table.setdefault(positions, {}).setdefault(constants, {})[edge] = rid
         self._where[edge] = (positions, constants)
 
     def remove(self, edge: Edge) -> None:
@@ -140,14 +147,14 @@ class IndexedEdges:
             return
         positions, constants = where
         table = self._tables[edge.source]
-        group = table.groups[positions]
+        group = table[positions]
         bucket = group[constants]
-        table.release(bucket.pop(edge))
+        self._residuals.release(bucket.pop(edge))
         if not bucket:
             del group[constants]
             if not group:
-                del table.groups[positions]
-                if not table.groups:
+                del table[positions]
+                if not table:
                     del self._tables[edge.source]
 
     def candidates(self, state: State, event: Any) -> Candidates:
@@ -155,10 +162,10 @@ class IndexedEdges:
         if table is None:
             return ()
         outcome: dict[int, bool] = {}
-        tests = table.tests
+        tests = self._residuals.tests
         found: list[tuple[Edge, Closure | None]] = []
         values = event[0]
-        for positions, group in table.groups.items():
+        for positions, group in table.items():
             key = probe_keys(positions, values)
             bucket = group.get(key) if key is not None else None
             if not bucket:

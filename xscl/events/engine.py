@@ -45,11 +45,15 @@ from xscl.events.network import Holding, Network
 from xscl.events.results import Result
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
+from xscl.lang.parser import _gc_paused
 
 __all__ = ["OPTIMISATIONS", "Engine", "EngineConfig", "SubscriptionError"]
 
 Schema = tuple[str, ...]
 _BEFORE_TIME = -(2**63)
+#: Subscriptions at least this large are compiled with the cyclic GC paused: they
+#: allocate many small acyclic objects, and its scans of a big heap dominated.
+_GC_PAUSE_QUERIES = 1_000
 
 
 @dataclass(frozen=True)
@@ -156,8 +160,9 @@ class Engine:
         for stream, schema in program.published.items():
             self.schemas.setdefault(stream, schema)
         since = _BEFORE_TIME if self.time is None else self.time
-        for query in program.queries:
-            self._subscribe(program, query, since)
+        with _gc_paused(len(program.queries) >= _GC_PAUSE_QUERIES):
+            for query in program.queries:
+                self._subscribe(program, query, since)
         return [q.qid for q in program.queries]
 
     def _subscribe(self, program: Program, query: Any, since: int) -> None:

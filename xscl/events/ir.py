@@ -22,9 +22,10 @@ of conjuncts; ``split`` sorts them into the parts the indices of thesis 4.5 use.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "IR",
@@ -41,15 +42,39 @@ __all__ = [
     "Or",
     "Parts",
     "Pred",
+    "cached_hash",
     "dur_upper_bound",
+    "event_slot",
+    "instance_slot",
+    "intern",
     "is_static",
     "split",
     "substitute",
 ]
 
 Value = str | int | float | None
+_T = TypeVar("_T")
+_N = TypeVar("_N", bound="IR")
 
 
+def cached_hash(cls: type[_T]) -> type[_T]:
+    """Remember a frozen dataclass instance's hash: labels of thousands of edges are
+    hashed again and again (state keys, index tables), and their trees are deep."""
+    compute = cls.__hash__
+
+    def __hash__(self: Any) -> int:
+        try:
+            return self.__dict__["_hash"]  # type: ignore[no-any-return]
+        except KeyError:
+            value = compute(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    cls.__hash__ = __hash__  # type: ignore[method-assign]
+    return cls
+
+
+@cached_hash
 @dataclass(frozen=True)
 class I:  # noqa: E742 - the thesis's notation for the stored instance
     """The i-th value of the instance at the edge's source state."""
@@ -60,6 +85,7 @@ class I:  # noqa: E742 - the thesis's notation for the stored instance
         return f"I{self.index}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class E:
     """The j-th value of the event read by the edge."""
@@ -70,6 +96,7 @@ class E:
         return f"E{self.index}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Lit:
     """A constant: a string, a number, or a boolean (conditions only)."""
@@ -80,6 +107,7 @@ class Lit:
         return repr(self.value) if isinstance(self.value, str) else str(self.value)
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Neg:
     """Unary minus."""
@@ -90,6 +118,7 @@ class Neg:
         return f"-{self.operand}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Bin:
     """Arithmetic ``+ - * /``."""
@@ -102,6 +131,7 @@ class Bin:
         return f"({self.left} {self.op} {self.right})"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Cmp:
     """A comparison of two values."""
@@ -114,6 +144,7 @@ class Cmp:
         return f"{self.left} {self.op} {self.right}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class DurCmp:
     """``DUR op micros``: DUR is ``event.end - start`` where start is the event's own
@@ -127,6 +158,7 @@ class DurCmp:
         return f"DUR({'E' if self.of_event else 'I..E'}) {self.op} {self.micros}us"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class And:
     """Conjunction."""
@@ -137,6 +169,7 @@ class And:
         return "(" + " AND ".join(map(str, self.items)) + ")"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Or:
     """Disjunction."""
@@ -147,6 +180,7 @@ class Or:
         return "(" + " OR ".join(map(str, self.items)) + ")"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Not:
     """Negation."""
@@ -157,6 +191,7 @@ class Not:
         return f"NOT {self.operand}"
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Fn:
     """A built-in function call (docs/cel.md 3.2)."""
@@ -169,6 +204,41 @@ class Fn:
 
 
 IR = I | E | Lit | Neg | Bin | Cmp | DurCmp | And | Or | Not | Fn
+
+_INTERNED: weakref.WeakValueDictionary[IR, IR] = weakref.WeakValueDictionary()
+
+
+def intern(node: _N) -> _N:
+    """The one shared object equal to ``node`` (hash-consing).
+
+    Thousands of queries repeat the same atoms (``E2 = 5``, ``E5 > 0.25``);
+    sharing them keeps memory per query small, and equal children make equal
+    parents cheap to find. Entries go when no edge uses them any more.
+    """
+    found = _INTERNED.get(node)
+    if found is None:
+        _INTERNED[node] = node
+        return node
+    return found  # type: ignore[return-value]
+
+
+_INSTANCE_SLOTS: list[I] = []
+_EVENT_SLOTS: list[E] = []
+
+
+def instance_slot(index: int) -> I:
+    """``I(index)``, one shared object per index (maps repeat them across many edges)."""
+    while len(_INSTANCE_SLOTS) <= index:
+        _INSTANCE_SLOTS.append(I(len(_INSTANCE_SLOTS)))
+    return _INSTANCE_SLOTS[index]
+
+
+def event_slot(index: int) -> E:
+    """``E(index)``, one shared object per index."""
+    while len(_EVENT_SLOTS) <= index:
+        _EVENT_SLOTS.append(E(len(_EVENT_SLOTS)))
+    return _EVENT_SLOTS[index]
+
 
 #: A predicate: the conjunction of its items (empty = TRUE).
 Pred = tuple[IR, ...]
@@ -266,13 +336,26 @@ def _equality(node: IR) -> tuple[E, IR] | None:
     return None
 
 
+_SPLIT: weakref.WeakValueDictionary[tuple[IR, ...], Parts] = weakref.WeakValueDictionary()
+
+
 def split(pred: Sequence[IR]) -> Parts:
     """Sort a predicate's conjuncts into the four components of thesis 4.4.3.
+
+    Equal predicates share one result while some edge or state holds it.
 
     >>> parts = split((Cmp("=", E(0), Lit(1)), Cmp("=", E(0), Lit(2))))
     >>> parts.static_eq, [str(c) for c in parts.static_rest]
     (((0, 1),), ['E0 = 2'])
     """
+    key = tuple(pred)
+    found = _SPLIT.get(key)
+    if found is None:
+        found = _SPLIT[key] = _split(key)
+    return found
+
+
+def _split(pred: tuple[IR, ...]) -> Parts:
     static_eq: list[tuple[int, Value]] = []
     dynamic_eq: list[tuple[int, int]] = []
     static_rest: list[IR] = []

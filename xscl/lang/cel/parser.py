@@ -61,6 +61,7 @@ from xscl.lang.cel.ast import (
 )
 from xscl.lang.cel.lexer import KEYWORDS, OPERATOR_SPELLINGS, UNITS, LexError, Scanner, Token
 from xscl.lang.errors import XsclError, XsclSyntaxError, XsclValidationError, excerpt_at
+from xscl.lang.parser import _GC_PAUSE_CHARS, _gc_paused
 
 __all__ = ["ParseResult", "parse_file", "parse_query"]
 
@@ -123,6 +124,9 @@ class _Parser:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._far = -1
         self._far_expected: list[str] = []
+        self.collect = True  # gather expected tokens (off on the happy path, see parse_file)
+        self._peeked_at = -1
+        self._peeked: Token | None = None
 
     # ------------------------------------------------------------------ positions and errors
 
@@ -146,6 +150,8 @@ class _Parser:
 
     def note(self, what: str) -> None:
         """Record that ``what`` would have been accepted at the current position."""
+        if not self.collect:
+            return
         if self.pos > self._far:
             self._far = self.pos
             self._far_expected = [what]
@@ -164,10 +170,29 @@ class _Parser:
     # ------------------------------------------------------------------ tokens
 
     def peek(self) -> Token:
+        if self._peeked_at == self.pos:
+            return self._peeked  # type: ignore[return-value]
         try:
-            return self.scanner.token_at(self.pos)
+            token = self.scanner.token_at(self.pos)
         except LexError as exc:
             raise _Failure(exc.code, exc.message, exc.offset, exc.expected) from None
+        self._peeked_at, self._peeked = self.pos, token
+        return token
+
+    def diagnose(self, start: int, failure: _Failure) -> _Failure:
+        """The same failure with what was expected, from a second parse that notes it.
+
+        The first parse does not note expected tokens (most queries are valid);
+        the parse is deterministic, so the second fails at the same place.
+        """
+        self.pos, self.collect, self._far, self._far_expected = start, True, -1, []
+        try:
+            self.query_def(self.qid)
+        except _Failure as again:
+            return again
+        finally:
+            self.collect = False
+        return failure
 
     def take(self) -> Token:
         token = self.peek()
@@ -550,8 +575,14 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
 
     Returns the declarations, every good query and one error per bad query or
     declaration; a repeated query id (``CEL-V006``) drops the later query.
-    ``source`` (a file name) is only used in error messages.
+    ``source`` (a file name) is only used in error messages. Big files are
+    parsed with the cyclic garbage collector paused (as XSCL's are).
     """
+    with _gc_paused(len(text) >= _GC_PAUSE_CHARS):
+        return _parse_file(text, source)
+
+
+def _parse_file(text: str, source: str | None) -> ParseResult:
     parser = _Parser(text, source)
     errors: list[XsclError] = []
     streams: list[StreamDecl] = []
@@ -561,6 +592,7 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
         except _Failure as failure:
             errors.append(parser.to_error(failure, None))
             parser.pos = parser.resume_after(failure.offset)
+    parser.collect = False
     queries: list[Query] = []
     seen: set[str] = set()
     index = 0
@@ -582,6 +614,7 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
         try:
             query = parser.query_def(parser.qid)
         except _Failure as failure:
+            failure = parser.diagnose(start, failure)
             errors.append(parser.to_error(failure, parser.qid))
             parser.pos = parser.resume_after(failure.offset)
             continue

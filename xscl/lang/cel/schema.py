@@ -22,6 +22,7 @@ latest value as ``a``; the others keep their name (Example 17's schema):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 __all__ = ["duplicates", "first_name", "fold_iterated", "fold_schema", "next_schema"]
@@ -29,11 +30,16 @@ __all__ = ["duplicates", "first_name", "fold_iterated", "fold_schema", "next_sch
 Schema = tuple[str, ...]
 
 
+def _renamed(attr: str) -> str:
+    """``attr_1``, one shared string per name (schemas repeat across many queries)."""
+    return sys.intern(f"{attr}_1")
+
+
 def next_schema(left: Sequence[str], right: Sequence[str]) -> Schema:
     """The output names of ``left NEXT right`` (may hold duplicates: see ``duplicates``)."""
     if set(left).isdisjoint(right):
         return (*left, *right)
-    return (*(f"{a}_1" for a in left), *right)
+    return (*(_renamed(a) for a in left), *right)
 
 
 def fold_iterated(right: Sequence[str], agg_names: Sequence[str]) -> Schema:
@@ -43,7 +49,7 @@ def fold_iterated(right: Sequence[str], agg_names: Sequence[str]) -> Schema:
 
 def first_name(attr: str, iterated: Sequence[str]) -> str:
     """The output name of the first input's ``attr`` in a FOLD iterating ``iterated``."""
-    return f"{attr}_1" if attr in iterated else attr
+    return _renamed(attr) if attr in iterated else attr
 
 
 def fold_schema(left: Sequence[str], right: Sequence[str], agg_names: Sequence[str]) -> Schema:

@@ -85,6 +85,7 @@ from xscl.lang.cel.functions import FUNCTIONS
 from xscl.lang.cel.parser import ParseResult
 from xscl.lang.cel.schema import duplicates, fold_iterated, fold_schema, next_schema
 from xscl.lang.errors import XsclError, XsclValidationError, excerpt_at
+from xscl.lang.parser import _gc_paused
 from xscl.lang.validation import strongly_connected
 
 __all__ = ["Program", "published_subqueries", "stream_refs", "validate"]
@@ -373,17 +374,18 @@ class _QueryChecker:
                 raise _Reject
             return expr, "dur"
         if isinstance(expr, Negate):
-            return replace(expr, operand=self.expr(expr.operand, scope, "value")), "value"
+            return Negate(self.expr(expr.operand, scope, "value"), expr.span), "value"
         if isinstance(expr, Arith):
             left = self.expr(expr.left, scope, "value")
-            return replace(expr, left=left, right=self.expr(expr.right, scope, "value")), "value"
+            right = self.expr(expr.right, scope, "value")
+            return Arith(expr.op, left, right, expr.span), "value"
         if isinstance(expr, Compare):
             return self.compare(expr, scope), "cond"
         if isinstance(expr, Logic):
             items = tuple(self.expr(item, scope, "cond") for item in expr.items)
-            return replace(expr, items=items), "cond"
+            return Logic(expr.op, items, expr.span), "cond"
         if isinstance(expr, Not):
-            return replace(expr, operand=self.expr(expr.operand, scope, "cond")), "cond"
+            return Not(self.expr(expr.operand, scope, "cond"), expr.span), "cond"
         return self.call(expr, scope)
 
     def compare(self, expr: Compare, scope: _Scope) -> Expr:
@@ -402,8 +404,8 @@ class _QueryChecker:
                 raise _Reject
             op = expr.op if dur is left else _FLIPPED[expr.op]
             return Compare(op, dur, Duration(micros, _text(other), _span(other)), expr.span)
-        return replace(
-            expr, left=self.expr(left, scope, "value"), right=self.expr(right, scope, "value")
+        return Compare(
+            expr.op, self.expr(left, scope, "value"), self.expr(right, scope, "value"), expr.span
         )
 
     def call(self, expr: Call, scope: _Scope) -> tuple[Expr, Kind]:
@@ -417,7 +419,7 @@ class _QueryChecker:
             self.error("CEL-V014", message, expr.span, known)
             raise _Reject
         args = tuple(self.expr(arg, scope, "value") for arg in expr.args)
-        return replace(expr, args=args), signature.returns
+        return Call(expr.name, args, expr.span), signature.returns
 
     def attr(self, attr: Attr, scope: _Scope) -> Attr:
         inputs: list[tuple[Side, Schema | None, str]] = [
@@ -467,7 +469,7 @@ class _QueryChecker:
                 tuple(f"{mark}.{attr.name}" for _, mark in found),
             )
             raise _Reject
-        return replace(attr, side=found[0][0])
+        return Attr(attr.name, found[0][0], attr.span)
 
 
 def _span(expr: Expr) -> Span | None:
@@ -595,7 +597,21 @@ def validate(
     Queries come back in an order where every query follows the queries whose
     streams it reads.
     """
-    streams, errors = _declared(parsed.streams, catalog or {}, text, source)
+    with _gc_paused(len(parsed.queries) >= _GC_PAUSE_QUERIES):
+        return _validate(parsed, catalog or {}, text, source)
+
+
+#: Files with at least this many queries are checked with the cyclic GC paused.
+_GC_PAUSE_QUERIES = 1_000
+
+
+def _validate(
+    parsed: ParseResult,
+    catalog: Mapping[str, Sequence[str]],
+    text: str | None,
+    source: str | None,
+) -> tuple[Program, list[XsclError]]:
+    streams, errors = _declared(parsed.streams, catalog, text, source)
     queries = list(parsed.queries)
     accepted: list[Query] = []
     for query in queries:
