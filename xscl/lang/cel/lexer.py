@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-__all__ = ["KEYWORDS", "UNITS", "LexError", "Scanner", "Token"]
+__all__ = ["KEYWORDS", "UNITS", "Failure", "Scanner", "Token"]
 
 #: Reserved words (case-insensitive): never attribute, stream or function names.
 KEYWORDS = frozenset(
@@ -74,8 +74,9 @@ class Token(NamedTuple):
         return self.text.upper()
 
 
-class LexError(Exception):
-    """A position where no token can start (code, message, offset, what was expected)."""
+class Failure(Exception):
+    """Internal to the CEL front end: a located problem (code, message, offset, what was
+    expected) before it becomes an ``XsclError`` with line, column and query id."""
 
     def __init__(
         self, code: str, message: str, offset: int, expected: tuple[str, ...] = ()
@@ -100,7 +101,7 @@ class Scanner:
         return m.end() if m else pos
 
     def token_at(self, pos: int) -> Token:
-        """The token starting at ``pos`` (which must be a token start); raises ``LexError``."""
+        """The token starting at ``pos`` (which must be a token start); raises ``Failure``."""
         token = self._cache.get(pos)
         if token is not None:
             return token
@@ -112,18 +113,18 @@ class Scanner:
             if m is None:
                 ch = text[pos]
                 if ch in "'\"":
-                    raise LexError(
+                    raise Failure(
                         "CEL-P002", "unterminated string literal", pos, (f"closing {ch}",)
                     )
                 if ch == "$":
-                    raise LexError(
+                    raise Failure(
                         "CEL-P011",
                         "invalid decorator: only $1, $2 and $ (hierarchical decorators "
                         "such as $1.$1.x are not CEL; the renaming of section 4.2 names them)",
                         pos,
                         ("$1.attribute", "$2.attribute", "$.attribute"),
                     )
-                raise LexError("CEL-P001", f"unexpected character {ch!r}", pos)
+                raise Failure("CEL-P001", f"unexpected character {ch!r}", pos)
             kind = m.lastgroup
             assert kind is not None
             token = Token(kind, m.group(), pos, m.end())  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ from xscl.lang.cel.ast import (
     SubQuery,
     UnionExpr,
 )
-from xscl.lang.cel.lexer import KEYWORDS, OPERATOR_SPELLINGS, UNITS, LexError, Scanner, Token
+from xscl.lang.cel.lexer import KEYWORDS, OPERATOR_SPELLINGS, UNITS, Failure, Scanner, Token
 from xscl.lang.errors import XsclError, XsclSyntaxError, XsclValidationError, excerpt_at
 from xscl.lang.parser import _GC_PAUSE_CHARS, _gc_paused
 
@@ -93,19 +93,6 @@ class ParseResult:
         return CelFile(self.streams, self.queries)
 
 
-class _Failure(Exception):
-    """Internal: a located error before the query id is attached."""
-
-    def __init__(
-        self, code: str, message: str, offset: int, expected: tuple[str, ...] = ()
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.offset = offset
-        self.expected = expected
-
-
 def _describe(token: Token) -> str:
     if token.kind == "end":
         return _E_END
@@ -134,7 +121,7 @@ class _Parser:
         line = bisect_right(self._line_starts, offset)
         return Span(line, offset - self._line_starts[line - 1] + 1, offset)
 
-    def to_error(self, failure: _Failure, qid: str | None) -> XsclError:
+    def to_error(self, failure: Failure, qid: str | None) -> XsclError:
         span = self.span(failure.offset)
         cls = XsclValidationError if failure.code.startswith("CEL-V") else XsclSyntaxError
         return cls(
@@ -165,21 +152,18 @@ class _Parser:
         expected = tuple(self._far_expected) if self._far == self.pos else ()
         # at the end of the input, point just after the last token (not at an empty line)
         offset = len(self.text[: self.pos].rstrip()) if token.kind == "end" else self.pos
-        raise _Failure(code, f"unexpected {_describe(token)}", offset, expected)
+        raise Failure(code, f"unexpected {_describe(token)}", offset, expected)
 
     # ------------------------------------------------------------------ tokens
 
     def peek(self) -> Token:
         if self._peeked_at == self.pos:
             return self._peeked  # type: ignore[return-value]
-        try:
-            token = self.scanner.token_at(self.pos)
-        except LexError as exc:
-            raise _Failure(exc.code, exc.message, exc.offset, exc.expected) from None
+        token = self.scanner.token_at(self.pos)
         self._peeked_at, self._peeked = self.pos, token
         return token
 
-    def diagnose(self, start: int, failure: _Failure) -> _Failure:
+    def diagnose(self, start: int, failure: Failure) -> Failure:
         """The same failure with what was expected, from a second parse that notes it.
 
         The first parse does not note expected tokens (most queries are valid);
@@ -188,7 +172,7 @@ class _Parser:
         self.pos, self.collect, self._far, self._far_expected = start, True, -1, []
         try:
             self.query_def(self.qid)
-        except _Failure as again:
+        except Failure as again:
             return again
         finally:
             self.collect = False
@@ -233,7 +217,7 @@ class _Parser:
             self.note(what)
             self.fail()
         if token.upper in KEYWORDS:
-            raise _Failure(
+            raise Failure(
                 "CEL-P010", f"reserved keyword {token.text!r} cannot be {what}", token.start
             )
         self.take()
@@ -247,7 +231,7 @@ class _Parser:
             self.fail()
         name, end = found
         if name.upper() in KEYWORDS:
-            raise _Failure("CEL-P010", f"reserved keyword {name!r} cannot be a stream name", start)
+            raise Failure("CEL-P010", f"reserved keyword {name!r} cannot be a stream name", start)
         self.pos = self.scanner.skip_space(end)
         return name, start
 
@@ -305,7 +289,7 @@ class _Parser:
             self.qid = qid
             self.pos = self.scanner.skip_space(m.end())
         elif _BAD_LABEL.match(self.text, start):
-            raise _Failure(
+            raise Failure(
                 "CEL-P006",
                 "invalid query id",
                 start,
@@ -536,7 +520,7 @@ class _Parser:
             self.fail()
         after = self.peek()
         if after.kind == "decorator":
-            raise _Failure(
+            raise Failure(
                 "CEL-P011",
                 "hierarchical decorators are not CEL (use the renamed attribute, e.g. a_1)",
                 after.start,
@@ -551,7 +535,7 @@ class _Parser:
         if after.kind == "ident" and after.upper not in KEYWORDS:
             unit = after.text.lower()
             if unit not in UNITS:
-                raise _Failure(
+                raise Failure(
                     "CEL-P005",
                     f"unknown duration unit {after.text!r}",
                     after.start,
@@ -563,7 +547,7 @@ class _Parser:
         if any(c in token.text for c in ".eE"):
             value = float(token.text)
             if not math.isfinite(value):
-                raise _Failure("CEL-P003", f"number {token.text} is out of range", token.start)
+                raise Failure("CEL-P003", f"number {token.text} is out of range", token.start)
             return Const(value, span)
         return Const(int(token.text), span)
 
@@ -589,7 +573,7 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
     while parser.is_keyword("DECLARE"):
         try:
             streams.append(parser.declaration())
-        except _Failure as failure:
+        except Failure as failure:
             errors.append(parser.to_error(failure, None))
             parser.pos = parser.resume_after(failure.offset)
     parser.collect = False
@@ -599,11 +583,11 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
     while parser.pos < len(text):
         start = parser.pos
         if text[start] == ";":
-            errors.append(parser.to_error(_Failure("CEL-P008", "empty query", start), None))
+            errors.append(parser.to_error(Failure("CEL-P008", "empty query", start), None))
             parser.pos = parser.scanner.skip_space(start + 1)
             continue
         if parser.is_keyword("DECLARE"):
-            misplaced = _Failure(
+            misplaced = Failure(
                 "CEL-P007", "DECLARE STREAM must come before the first query", start
             )
             errors.append(parser.to_error(misplaced, None))
@@ -613,20 +597,20 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
         parser.qid = f"q{index}"
         try:
             query = parser.query_def(parser.qid)
-        except _Failure as failure:
+        except Failure as failure:
             failure = parser.diagnose(start, failure)
             errors.append(parser.to_error(failure, parser.qid))
             parser.pos = parser.resume_after(failure.offset)
             continue
         if query.qid in seen:
-            duplicate = _Failure("CEL-V006", f"duplicate query id {query.qid!r}", start)
+            duplicate = Failure("CEL-V006", f"duplicate query id {query.qid!r}", start)
             errors.append(parser.to_error(duplicate, query.qid))
             continue
         seen.add(query.qid)
         queries.append(query)
     if index == 0:
         end = len(text.rstrip())
-        errors.append(parser.to_error(_Failure("CEL-P009", "no query in file", end), None))
+        errors.append(parser.to_error(Failure("CEL-P009", "no query in file", end), None))
     return ParseResult(tuple(streams), tuple(queries), tuple(errors))
 
 
@@ -639,6 +623,6 @@ def parse_query(text: str, *, qid: str = "q1") -> Query:
         if parser.peek().kind != "end":
             parser.note(_E_END)
             parser.fail()
-    except _Failure as failure:
+    except Failure as failure:
         raise parser.to_error(failure, parser.qid) from None
     return query
