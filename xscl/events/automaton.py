@@ -130,7 +130,6 @@ class State:
     rebind: Edge | None = None
     forwards: list[Edge] = field(default_factory=list)
     store: Any = None  # an InstanceStore (xscl.events.instances), set by the engine
-    is_start: bool = False
 
     def __post_init__(self) -> None:
         self.filter_parts: Parts = split(self.filter)

@@ -44,6 +44,7 @@ from xscl.events.ir import Parts
 from xscl.events.network import Holding, Network
 from xscl.events.results import Result
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
+from xscl.lang.cel.ast import Query
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
 from xscl.lang.parser import _gc_paused
 
@@ -162,10 +163,10 @@ class Engine:
         since = _BEFORE_TIME if self.time is None else self.time
         with _gc_paused(len(program.queries) >= _GC_PAUSE_QUERIES):
             for query in program.queries:
-                self._subscribe(program, query, since)
+                self._subscribe(query, since)
         return [q.qid for q in program.queries]
 
-    def _subscribe(self, program: Program, query: Any, since: int) -> None:
+    def _subscribe(self, query: Query, since: int) -> None:
         subscription = _Subscription(query.qid, Holding())
 
         def new_stream(schema: Schema) -> str:

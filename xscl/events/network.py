@@ -62,7 +62,6 @@ class Network:
         state = self.start_states.get(stream)
         if state is None:
             state = self.start_states[stream] = self._new_state(stream, self.width_of(stream))
-            state.is_start = True
         return state
 
     def _new_state(self, stream: str | None, width: int, filter_: Pred = ()) -> State:
