@@ -21,6 +21,10 @@ epoch (resubscription, 4.4.3).
 Memory (4.4.5): an instance at a state whose every edge bounds the composite
 DUR can no longer complete once that bound has passed; it is dropped then.
 An instance that can never be affected (a null in its AI key) is never kept.
+Instances share their values with the events they came from (a new instance
+copies references, the thesis's shallow copy), and string values are
+canonical (``sys.intern``, the thesis's Internal String Table): one copy of a
+string however many instances hold it, and equal strings compare by identity.
 
 Which implementation of each optimisation is used is an ``EngineConfig``.
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -244,7 +249,10 @@ class Engine:
         for event in events:
             schema = self.schemas.get(event.stream)
             if schema is not None and event.stream in self.base:
-                epoch.offer(event.stream, event.values(schema), event.start)
+                values = tuple(
+                    sys.intern(v) if v.__class__ is str else v for v in event.values(schema)
+                )
+                epoch.offer(event.stream, values, event.start)
         while epoch.queue:
             stream, queued = epoch.queue.popleft()
             self._event(epoch, stream, queued)
