@@ -496,6 +496,55 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-S014": ErrorCode(
         SubscriptionError, "an event file of the subscription registry cannot be read"
     ),
+    # CEL (docs/cel.md section 7): a query of the event language that does not parse.
+    "CEL-P001": ErrorCode(XsclSyntaxError, "unexpected character"),
+    "CEL-P002": ErrorCode(XsclSyntaxError, "unterminated string literal"),
+    "CEL-P003": ErrorCode(XsclSyntaxError, "unexpected token"),
+    "CEL-P004": ErrorCode(XsclSyntaxError, "unexpected end of query"),
+    "CEL-P005": ErrorCode(XsclSyntaxError, "invalid duration unit (us, ms, s, m, min, h, d)"),
+    "CEL-P006": ErrorCode(
+        XsclSyntaxError, "invalid query id (must match [A-Za-z_][A-Za-z0-9_.-]*)"
+    ),
+    "CEL-P007": ErrorCode(XsclSyntaxError, "DECLARE STREAM after the first query"),
+    "CEL-P008": ErrorCode(XsclSyntaxError, "empty query between two ';'"),
+    "CEL-P009": ErrorCode(XsclSyntaxError, "the file holds no query"),
+    "CEL-P010": ErrorCode(XsclSyntaxError, "reserved keyword used as a name"),
+    "CEL-P011": ErrorCode(
+        XsclSyntaxError, "invalid decorator (only $1., $2. and $. before an attribute name)"
+    ),
+    # CEL: a query that parses but breaks a rule of the language.
+    "CEL-V001": ErrorCode(XsclValidationError, "unknown attribute"),
+    "CEL-V002": ErrorCode(
+        XsclValidationError, "ambiguous attribute (in more than one input: decorate it)"
+    ),
+    "CEL-V003": ErrorCode(XsclValidationError, "decorator not allowed here"),
+    "CEL-V004": ErrorCode(XsclValidationError, "unknown stream"),
+    "CEL-V005": ErrorCode(XsclValidationError, "resubscription cycle"),
+    "CEL-V006": ErrorCode(XsclValidationError, "duplicate query id"),
+    "CEL-V007": ErrorCode(
+        XsclValidationError,
+        "FOLD schema inclusion: the second input has an attribute the first lacks",
+    ),
+    "CEL-V008": ErrorCode(
+        XsclValidationError,
+        "FOLD aggregate names an attribute the first input does not have",
+    ),
+    "CEL-V009": ErrorCode(XsclValidationError, "duplicate attribute name in a schema"),
+    "CEL-V010": ErrorCode(XsclValidationError, "UNION of streams with different schemas"),
+    "CEL-V011": ErrorCode(
+        XsclValidationError,
+        "DUR or a duration used other than as 'DUR relop constant' in a predicate",
+    ),
+    "CEL-V012": ErrorCode(
+        XsclValidationError,
+        "a condition where a value is expected, or a value where a condition is",
+    ),
+    "CEL-V013": ErrorCode(
+        XsclValidationError,
+        "conflicting stream schemas (declared twice, or declared and PUBLISHed)",
+    ),
+    "CEL-V014": ErrorCode(XsclValidationError, "unknown function or wrong number of arguments"),
+    "CEL-V015": ErrorCode(XsclValidationError, "a SELECT expression needs AS name"),
 }
 
 #: Codes no longer raised, and why; never given to another fault.
@@ -513,23 +562,30 @@ RETIRED_CODES: dict[str, str] = {
     "XSCL-X006": "a stream without definitions: a counter name, never an error",
 }
 
+#: The CEL codes of the table, with their meanings (docs/cel.md lists them).
+CEL_ERROR_CODES: dict[str, str] = {
+    code: entry.template for code, entry in ERROR_CODES.items() if code.startswith("CEL-")
+}
+
 _FAMILIES = (
-    ("P", "Syntax: a query that does not parse"),
-    ("V", "Validation: a query that parses but breaks a rule of the language"),
-    ("C", "Connectors and document envelopes"),
-    ("X", "Documents and definitions Stage 1 refuses"),
-    ("R", "Documents rejected for when they came"),
-    ("S", "The Spark job"),
+    ("XSCL-P", "Syntax: a query that does not parse"),
+    ("XSCL-V", "Validation: a query that parses but breaks a rule of the language"),
+    ("XSCL-C", "Connectors and document envelopes"),
+    ("XSCL-X", "Documents and definitions Stage 1 refuses"),
+    ("XSCL-R", "Documents rejected for when they came"),
+    ("XSCL-S", "The Spark job"),
+    ("CEL-P", "CEL syntax: an event query that does not parse (docs/cel.md)"),
+    ("CEL-V", "CEL validation: an event query that breaks a rule of CEL (docs/cel.md)"),
 )
 
 
 def codes_markdown() -> str:
     """The tables of ``docs/errors.md``: every code with its class, builtin and meaning."""
     lines: list[str] = []
-    for letter, title in _FAMILIES:
+    for prefix, title in _FAMILIES:
         lines += [f"## {title}", "", "| code | class | builtin | meaning |", "| --- " * 4 + "|"]
         for code, (cls, template) in ERROR_CODES.items():
-            if code.startswith(f"XSCL-{letter}"):
+            if code.startswith(prefix):
                 builtin = next(b for b in cls.__mro__ if b.__module__ == "builtins").__name__
                 lines.append(f"| `{code}` | `{cls.__name__}` | `{builtin}` | {template} |")
         lines.append("")

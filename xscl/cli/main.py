@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "xscl.cli.serve",
     "xscl.cli.subscribe",
     "xscl.cli.templates_cmd",
+    "xscl.cli.cel",
 )
 
 DESCRIPTION = """\
@@ -39,6 +40,7 @@ Typical session:
   xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool
   xscl serve --queries Q.xscl --home H    run them continuously (Spark), results under H
   xscl subscribe MORE.xscl --home H       add queries to the running job (unsubscribe ID)
+  xscl cel check|run ...                  CEL event queries over relational events (docs/cel.md)
 
 The language is specified in docs/language.md; run 'xscl COMMAND --help' for details.
 """

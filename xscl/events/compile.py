@@ -1,0 +1,348 @@
+"""CEL queries to Cayuga automata (thesis 3.3.3-3.3.4 and 4.3).
+
+A stream expression compiles to a *fragment*: its output schema and the
+*pending* edges that would enter the state after it (the thesis's "forward
+edges leading to the end state"). Then, following the proof of Theorem 1:
+
+* a stream S: a pending edge from S's start state, mapping the event as is;
+* ``FILTER`` and ``SELECT``: composed onto every pending edge, by substituting
+  each attribute with the expression the edge computes for it (Lemma 2);
+* ``UNION``: both fragments' pending edges, the right's reordered;
+* ``E NEXT{p} R`` and ``E FOLD{p, q, aggs} R``: a new state reading R's stream,
+  entered by E's pending edges. Its filter predicate is p with R's own
+  FILTERs (their DUR is the event's: option II); a FOLD state has a rebind
+  edge (predicate q, map: first values kept, iterated values replaced by
+  the event's or the aggregates'), and its pending edge is a copy of the
+  rebind edge (every iteration is output); a NEXT state's pending edge
+  concatenates the instance and the event.
+* At the end of the query, an end state receives the pending edges.
+
+The right operand of NEXT and FOLD must be a stream under FILTER/SELECT; any
+other (``A NEXT (B NEXT C)``, a UNION) is compiled as an automaton of its own
+that publishes an internal stream, which the state then reads
+(**resubscription**, needed by the Separation Theorem 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xscl.events.automaton import EdgeLabel, Output
+from xscl.events.ir import (
+    IR,
+    And,
+    Bin,
+    Cmp,
+    DurCmp,
+    Fn,
+    Lit,
+    Neg,
+    Or,
+    Pred,
+    conjuncts,
+    event_slot,
+    instance_slot,
+    intern,
+)
+from xscl.events.ir import Not as NotIR
+from xscl.events.network import Holding, Network
+from xscl.lang.cel.ast import (
+    Arith,
+    Attr,
+    BoolConst,
+    Call,
+    Compare,
+    Const,
+    Dur,
+    Duration,
+    Expr,
+    Filter,
+    Fold,
+    Logic,
+    Negate,
+    Next,
+    Not,
+    Query,
+    SelectItem,
+    Star,
+    StreamExpr,
+    StreamRef,
+    SubQuery,
+    UnionExpr,
+)
+from xscl.lang.cel.schema import fold_iterated, fold_schema, next_schema
+
+__all__ = ["QueryCompiler", "canonical", "to_ir"]
+
+Schema = tuple[str, ...]
+Lookup = Callable[[Attr], IR]
+
+
+def to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
+    """The IR of a resolved CEL expression; ``lookup`` gives each attribute's expression.
+
+    Every node is interned (``xscl.events.ir.intern``), children first.
+    """
+    return intern(_to_ir(expr, lookup, dur_of_event))
+
+
+def _to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
+    if isinstance(expr, Attr):
+        return lookup(expr)
+    if isinstance(expr, Const):
+        return Lit(expr.value)
+    if isinstance(expr, BoolConst):
+        return Lit(expr.value)
+    if isinstance(expr, Negate):
+        return Neg(to_ir(expr.operand, lookup, dur_of_event))
+    if isinstance(expr, Arith):
+        return Bin(
+            expr.op, to_ir(expr.left, lookup, dur_of_event), to_ir(expr.right, lookup, dur_of_event)
+        )
+    if isinstance(expr, Compare):
+        if isinstance(expr.left, Dur):
+            assert isinstance(expr.right, Duration), "validation writes DUR op Duration"
+            return DurCmp(expr.op, expr.right.micros, dur_of_event)
+        return Cmp(
+            expr.op, to_ir(expr.left, lookup, dur_of_event), to_ir(expr.right, lookup, dur_of_event)
+        )
+    if isinstance(expr, Logic):
+        items = tuple(to_ir(item, lookup, dur_of_event) for item in expr.items)
+        return And(items) if expr.op == "AND" else Or(items)
+    if isinstance(expr, Not):
+        return NotIR(to_ir(expr.operand, lookup, dur_of_event))
+    if isinstance(expr, Call):
+        return Fn(expr.name, tuple(to_ir(a, lookup, dur_of_event) for a in expr.args))
+    raise AssertionError(f"{type(expr).__name__} outside a comparison")
+
+
+def canonical(pred: Sequence[IR]) -> Pred:
+    """A predicate's conjuncts, flattened, deduplicated and in a fixed order (for merging)."""
+    return tuple(sorted(conjuncts(pred), key=str))
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """An edge waiting for its target state: from ``source`` with this label."""
+
+    source: object  # a State; typed loosely to keep this record hashable-free
+    pred: Pred
+    mapping: tuple[IR, ...]
+    from_event: bool
+
+    def label(self) -> EdgeLabel:
+        return EdgeLabel(canonical(self.pred), self.mapping, self.from_event)
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    schema: Schema
+    pending: tuple[_Pending, ...]
+
+
+@dataclass(frozen=True)
+class _Right:
+    """A right operand: a stream, a predicate on its event and the operand's values."""
+
+    stream: str
+    schema: Schema
+    pred: Pred
+    mapping: tuple[IR, ...]
+
+
+class QueryCompiler:
+    """Compiles the queries of one subscription into ``network``."""
+
+    def __init__(
+        self,
+        network: Network,
+        schema_of: Callable[[str], Schema],
+        new_stream: Callable[[Schema], str],
+        holding: Holding,
+        since: int,
+    ) -> None:
+        self.network = network
+        self.schema_of = schema_of
+        self.new_stream = new_stream
+        self.holding = holding
+        self.since = since
+
+    def query(self, query: Query, output: Callable[[Schema], Output]) -> Schema:
+        """Compile ``query``; its end state gets ``output(schema)``. Returns its schema."""
+        fragment = self._select(self._fragment(query.source), query.select)
+        self._end(fragment, output(fragment.schema))
+        return fragment.schema
+
+    def _end(self, fragment: _Fragment, output: Output) -> None:
+        self.network.end(
+            incoming=[(p.source, p.label()) for p in fragment.pending],  # type: ignore[misc]
+            output=output,
+            width=len(fragment.schema),
+            holding=self.holding,
+            since=self.since,
+        )
+
+    # ------------------------------------------------------------------ left operands
+
+    def _fragment(self, expr: StreamExpr) -> _Fragment:
+        if isinstance(expr, StreamRef):
+            schema = self.schema_of(expr.name)
+            start = self.network.start(expr.name)
+            identity = tuple(event_slot(j) for j in range(len(schema)))
+            return _Fragment(schema, (_Pending(start, (), identity, True),))
+        if isinstance(expr, SubQuery):
+            return self._select(self._fragment(expr.query.source), expr.query.select)
+        if isinstance(expr, Filter):
+            inner = self._fragment(expr.input)
+            return _Fragment(
+                inner.schema, tuple(_filtered(p, expr, inner.schema) for p in inner.pending)
+            )
+        if isinstance(expr, UnionExpr):
+            left, right = self._fragment(expr.left), self._fragment(expr.right)
+            order = [right.schema.index(name) for name in left.schema]
+            moved = tuple(
+                _Pending(p.source, p.pred, tuple(p.mapping[k] for k in order), p.from_event)
+                for p in right.pending
+            )
+            return _Fragment(left.schema, left.pending + moved)
+        if isinstance(expr, Next):
+            return self._next(expr)
+        return self._fold(expr)
+
+    def _select(
+        self, fragment: _Fragment, select: tuple[Star | SelectItem, ...] | None
+    ) -> _Fragment:
+        if select is None:
+            return fragment
+        names: list[str] = []
+        for item in select:
+            if isinstance(item, Star):
+                names.extend(fragment.schema)
+            else:
+                assert item.name is not None or isinstance(item.expr, Attr)
+                names.append(item.name or item.expr.name)  # type: ignore[union-attr]
+        pending = []
+        for p in fragment.pending:
+            lookup = _through(fragment.schema, p.mapping)
+            mapping: list[IR] = []
+            for item in select:
+                if isinstance(item, Star):
+                    mapping.extend(p.mapping)
+                else:
+                    mapping.append(to_ir(item.expr, lookup, p.from_event))
+            pending.append(_Pending(p.source, p.pred, tuple(mapping), p.from_event))
+        return _Fragment(tuple(names), tuple(pending))
+
+    def _next(self, expr: Next) -> _Fragment:
+        left = self._fragment(expr.left)
+        right = self._right(expr.right)
+        width = len(left.schema)
+        lookup = _sides(left.schema, right, None)
+        state = self.network.state(
+            stream=right.stream,
+            width=width,
+            filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
+            rebind=None,
+            incoming=[(p.source, p.label()) for p in left.pending],  # type: ignore[misc]
+            since=self.since,
+            holding=self.holding,
+        )
+        mapping = tuple(instance_slot(i) for i in range(width)) + right.mapping
+        return _Fragment(
+            next_schema(left.schema, right.schema), (_Pending(state, (), mapping, False),)
+        )
+
+    def _fold(self, expr: Fold) -> _Fragment:
+        left = self._fragment(expr.left)
+        right = self._right(expr.right)
+        names = tuple(agg.name for agg in expr.aggs)
+        iterated = fold_iterated(right.schema, names)
+        first = len(left.schema)
+        entering = [
+            _Pending(
+                p.source,
+                p.pred,
+                p.mapping + tuple(p.mapping[left.schema.index(x)] for x in iterated),
+                p.from_event,
+            )
+            for p in left.pending
+        ]
+        lookup = _sides(left.schema, right, iterated)
+        stop = canonical((to_ir(expr.stop, lookup, False),))
+        computed = {agg.name: to_ir(agg.expr, lookup, False) for agg in expr.aggs}
+        step = tuple(instance_slot(i) for i in range(first)) + tuple(
+            computed[x] if x in computed else right.mapping[right.schema.index(x)] for x in iterated
+        )
+        state = self.network.state(
+            stream=right.stream,
+            width=first + len(iterated),
+            filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
+            rebind=EdgeLabel(stop, step, False),
+            incoming=[(p.source, p.label()) for p in entering],  # type: ignore[misc]
+            since=self.since,
+            holding=self.holding,
+        )
+        schema = fold_schema(left.schema, right.schema, names)
+        return _Fragment(schema, (_Pending(state, stop, step, False),))
+
+    # ------------------------------------------------------------------ right operands
+
+    def _right(self, expr: StreamExpr) -> _Right:
+        """The right operand as a stream, resubscribing to it when it is not one."""
+        simple = self._simple(expr)
+        if simple is not None:
+            return simple
+        fragment = self._fragment(expr)
+        stream = self.new_stream(fragment.schema)
+        self._end(fragment, Output(None, stream, self.since, report=False, names=fragment.schema))
+        width = len(fragment.schema)
+        return _Right(stream, fragment.schema, (), tuple(event_slot(j) for j in range(width)))
+
+    def _simple(self, expr: StreamExpr) -> _Right | None:
+        """A stream under FILTERs and SELECTs (a unary expression over S), else None."""
+        if isinstance(expr, StreamRef):
+            schema = self.schema_of(expr.name)
+            return _Right(expr.name, schema, (), tuple(event_slot(j) for j in range(len(schema))))
+        if isinstance(expr, Filter):
+            inner = self._simple(expr.input)
+            if inner is None:
+                return None
+            test = to_ir(expr.pred, _through(inner.schema, inner.mapping), True)
+            return _Right(inner.stream, inner.schema, (*inner.pred, test), inner.mapping)
+        if isinstance(expr, SubQuery):
+            inner = self._simple(expr.query.source)
+            if inner is None:
+                return None
+            selected = self._select(
+                _Fragment(inner.schema, (_Pending(None, inner.pred, inner.mapping, True),)),
+                expr.query.select,
+            )
+            (pending,) = selected.pending
+            return _Right(inner.stream, selected.schema, inner.pred, pending.mapping)
+        return None
+
+
+def _filtered(pending: _Pending, expr: Filter, schema: Schema) -> _Pending:
+    """``pending`` with a FILTER composed onto it (its DUR is the produced event's)."""
+    test = to_ir(expr.pred, _through(schema, pending.mapping), pending.from_event)
+    return _Pending(pending.source, (*pending.pred, test), pending.mapping, pending.from_event)
+
+
+def _through(schema: Schema, mapping: tuple[IR, ...]) -> Lookup:
+    """Attributes of a single input, each the expression an edge computes for it."""
+    return lambda attr: mapping[schema.index(attr.name)]
+
+
+def _sides(left: Schema, right: _Right, iterated: Schema | None) -> Lookup:
+    """Attributes of NEXT/FOLD predicates: $1 the instance, $2 the event, $ FOLD's last values."""
+
+    def lookup(attr: Attr) -> IR:
+        if attr.side == "2":
+            return right.mapping[right.schema.index(attr.name)]
+        if attr.side == "$":
+            assert iterated is not None
+            return instance_slot(len(left) + iterated.index(attr.name))
+        return instance_slot(left.index(attr.name))
+
+    return lookup

@@ -1,0 +1,360 @@
+"""The CEL engine: many queries as merged Cayuga automata, event by event (thesis 4.3-4.5).
+
+Events are processed in **epochs**, all events of one detection time (end)
+together (thesis 4.4.3). For each event:
+
+1. the FR index gives the start-state edges whose (static) predicates hold;
+   each creates an instance at its target;
+2. the AN index gives the active states reading the event's stream whose
+   filter's static part holds; their instance store (the AI index) gives the
+   candidate instances; an instance the event can follow (it starts after the
+   instance ends) and whose filter holds is **affected**: it is consumed at the
+   end of the epoch, after traversing every rebind and forward edge (FR index)
+   whose predicate holds.
+
+New instances go to pending lists and are installed at the end of the epoch,
+so no event sees an instance made in its own epoch and results do not depend on
+the order of simultaneous events. Reaching an end state is an output: a result,
+and an event of the PUBLISHed (or internal) stream, processed in the same
+epoch (resubscription, 4.4.3).
+
+Memory (4.4.5): an instance at a state whose every edge bounds the composite
+DUR can no longer complete once that bound has passed; it is dropped then.
+An instance that can never be affected (a null in its AI key) is never kept.
+Instances share their values with the events they came from (a new instance
+copies references, the thesis's shallow copy), and string values are
+canonical (``sys.intern``, the thesis's Internal String Table): one copy of a
+string however many instances hold it, and equal strings compare by identity.
+
+Which implementation of each optimisation is used is an ``EngineConfig``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xscl.events.active_states import ActiveStates, IndexedActiveStates, ScannedActiveStates
+from xscl.events.automaton import Output, State
+from xscl.events.compile import QueryCompiler
+from xscl.events.edge_index import EdgeIndex, IndexedEdges, ScannedEdges
+from xscl.events.envelope import Event
+from xscl.events.instances import InstanceStore, hashed_store, scanned_store
+from xscl.events.ir import Parts
+from xscl.events.network import Holding, Network
+from xscl.events.results import Result
+from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
+from xscl.lang.cel.ast import Query
+from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
+from xscl.lang.parser import _gc_paused
+
+__all__ = ["OPTIMISATIONS", "Engine", "EngineConfig", "SubscriptionError"]
+
+Schema = tuple[str, ...]
+_BEFORE_TIME = -(2**63)
+#: Subscriptions at least this large are compiled with the cyclic GC paused: they
+#: allocate many small acyclic objects, and its scans of a big heap dominated.
+_GC_PAUSE_QUERIES = 1_000
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The implementation of each optimisation of thesis 4.5 (all on by default)."""
+
+    sharing: Callable[[], StateSharing] = MergedStates
+    active_states: Callable[[], ActiveStates] = IndexedActiveStates
+    instance_store: Callable[[Parts], InstanceStore] = hashed_store
+    edge_index: Callable[[], EdgeIndex] = IndexedEdges
+
+    @classmethod
+    def without(cls, *names: str) -> EngineConfig:
+        """Everything on except the named optimisations (keys of ``OPTIMISATIONS``)."""
+        return cls(**{OPTIMISATIONS[name][0]: OPTIMISATIONS[name][1] for name in names})
+
+
+#: Each optimisation's name -> (its ``EngineConfig`` field, the implementation without it).
+OPTIMISATIONS: dict[str, tuple[str, Any]] = {
+    "merging": ("sharing", SeparateStates),
+    "an": ("active_states", ScannedActiveStates),
+    "ai": ("instance_store", scanned_store),
+    "fr": ("edge_index", ScannedEdges),
+}
+
+
+class SubscriptionError(ValueError):
+    """A subscription or unsubscription the engine refuses (ids, schemas, readers)."""
+
+
+@dataclass
+class _Subscription:
+    qid: str
+    holding: Holding
+    published: set[str] = field(default_factory=set)
+    internal: list[str] = field(default_factory=list)
+    reads: set[str] = field(default_factory=set)
+
+
+class _Epoch:
+    """What one epoch collects: new and consumed instances, outputs, events to process."""
+
+    __slots__ = ("consumed", "emitted", "pending", "queue", "results", "time")
+
+    def __init__(self, time: int) -> None:
+        self.time = time
+        self.pending: dict[State, list[Any]] = {}
+        self.consumed: dict[State, list[Any]] = {}
+        self.results: set[Result] = set()
+        self.emitted: set[tuple[str, tuple[Any, ...], int]] = set()
+        self.queue: deque[tuple[str, tuple[tuple[Any, ...], int, int]]] = deque()
+
+    def offer(self, stream: str, values: tuple[Any, ...], start: int) -> None:
+        """Queue an event of this epoch unless the same event is already queued."""
+        key = (stream, values, start)
+        if key not in self.emitted:
+            self.emitted.add(key)
+            self.queue.append((stream, (values, start, self.time)))
+
+
+class Engine:
+    """Runs subscribed CEL queries over events in detection-time order."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.schemas: dict[str, Schema] = {}
+        self.base: set[str] = set()
+        self.active = self.config.active_states()
+        self.network = Network(
+            self.config.sharing(),
+            self.config.edge_index(),
+            self.config.instance_store,
+            lambda stream: len(self.schemas[stream]),
+            self._removed,
+        )
+        self.subscriptions: dict[str, _Subscription] = {}
+        self.time: int | None = None
+        self._expiry: list[tuple[int, int, State, Any]] = []
+        self._sequence = itertools.count()
+        self._internal = itertools.count()
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def catalog(self) -> dict[str, Schema]:
+        """Every stream a new query may read: base and PUBLISHed streams, with schemas."""
+        return {s: schema for s, schema in self.schemas.items() if not s.startswith("#")}
+
+    def subscribe(self, program: Program) -> list[str]:
+        """Add every query of ``program`` (validated against ``catalog()``); returns their ids.
+
+        They see the events of the epochs after the last one processed.
+        """
+        clash = [q.qid for q in program.queries if q.qid in self.subscriptions]
+        if clash:
+            raise SubscriptionError(f"query ids already subscribed: {', '.join(clash)}")
+        for stream, schema in [*program.streams.items(), *program.published.items()]:
+            known = self.schemas.get(stream)
+            if known is not None and set(known) != set(schema):
+                raise SubscriptionError(f"stream {stream!r} has attributes {known}, not {schema}")
+        for stream, schema in program.streams.items():
+            if stream not in self.schemas:
+                self.schemas[stream] = schema
+                self.base.add(stream)
+        for stream, schema in program.published.items():
+            self.schemas.setdefault(stream, schema)
+        since = _BEFORE_TIME if self.time is None else self.time
+        with _gc_paused(len(program.queries) >= _GC_PAUSE_QUERIES):
+            for query in program.queries:
+                self._subscribe(query, since)
+        return [q.qid for q in program.queries]
+
+    def _subscribe(self, query: Query, since: int) -> None:
+        subscription = _Subscription(query.qid, Holding())
+
+        def new_stream(schema: Schema) -> str:
+            name = f"#{query.qid}.{next(self._internal)}"
+            self.schemas[name] = schema
+            subscription.internal.append(name)
+            return name
+
+        compiler = QueryCompiler(
+            self.network, self.schemas.__getitem__, new_stream, subscription.holding, since
+        )
+        for sub in published_subqueries(query):
+            assert sub.publish is not None
+            subscription.published.add(sub.publish)
+            if sub is not query:
+                compiler.query(sub, self._output(query.qid, sub.publish, since))
+        compiler.query(query, self._output(query.qid, query.publish, since))
+        subscription.reads = {ref.name for ref in stream_refs(query.source)}
+        self.subscriptions[query.qid] = subscription
+
+    def _output(self, qid: str, stream: str | None, since: int) -> Callable[[Schema], Output]:
+        def make(schema: Schema) -> Output:
+            target = self.schemas.get(stream) if stream else None
+            order = None
+            if target is not None and target != schema:
+                order = tuple(schema.index(name) for name in target)
+            return Output(qid, stream, since, names=schema, order=order)
+
+        return make
+
+    def unsubscribe(self, qid: str) -> None:
+        """Remove a query: it produces nothing more; states only it held go with their instances.
+
+        Refused while another subscribed query reads a stream only this one PUBLISHes.
+        """
+        subscription = self.subscriptions.get(qid)
+        if subscription is None:
+            raise SubscriptionError(f"query {qid!r} is not subscribed")
+        others = [s for s in self.subscriptions.values() if s is not subscription]
+        for stream in subscription.published:
+            if any(stream in s.published for s in others):
+                continue
+            readers = sorted(s.qid for s in others if stream in s.reads)
+            if readers:
+                raise SubscriptionError(
+                    f"{qid} PUBLISHes {stream!r}, which {', '.join(readers)} read(s)"
+                )
+        del self.subscriptions[qid]
+        self.network.release(subscription.holding)
+        for name in subscription.internal:
+            del self.schemas[name]
+
+    def _removed(self, state: State) -> None:
+        if state.stream is not None:
+            self.active.deactivate(state)
+            state.store = self.config.instance_store(state.filter_parts)
+
+    # ------------------------------------------------------------------ events
+
+    def run(self, events: Iterable[Event]) -> set[Result]:
+        """Process a whole input (any order: it is sorted by end time); all results."""
+        ordered = sorted(events, key=lambda e: e.end)
+        results: set[Result] = set()
+        for _, group in itertools.groupby(ordered, key=lambda e: e.end):
+            batch = list(group)
+            results |= self.process_epoch(batch[0].end, batch)
+        return results
+
+    def process_epoch(self, time: int, events: Iterable[Event]) -> set[Result]:
+        """Process every event whose end is ``time`` (later than any processed before)."""
+        if self.time is not None and time <= self.time:
+            raise ValueError(f"epoch {time} is not after the last one ({self.time})")
+        self._expire(time)
+        epoch = _Epoch(time)
+        for event in events:
+            schema = self.schemas.get(event.stream)
+            if schema is not None and event.stream in self.base:
+                values = tuple(
+                    sys.intern(v) if v.__class__ is str else v for v in event.values(schema)
+                )
+                epoch.offer(event.stream, values, event.start)
+        while epoch.queue:
+            stream, queued = epoch.queue.popleft()
+            self._event(epoch, stream, queued)
+        self._install(epoch)
+        self.time = time
+        return epoch.results
+
+    def _event(self, epoch: _Epoch, stream: str, event: tuple[Any, ...]) -> None:
+        edges = self.network.edge_index
+        start = self.network.start_states.get(stream)
+        if start is not None:
+            for edge, check in edges.candidates(start, event):
+                if check is None or check(None, event):
+                    self._traverse(epoch, edge, None, event, epoch.time)
+        event_start = event[1]
+        for state in self.active.affected(stream, event):
+            store = state.store
+            residual = store.residual
+            candidates = None
+            consumed = None
+            for instance in store.candidates(event):
+                if instance[2] >= event_start:
+                    continue  # the event does not start after the instance ends
+                if residual is not None and not residual(instance, event):
+                    continue
+                if consumed is None:
+                    consumed = epoch.consumed.setdefault(state, [])
+                    candidates = edges.candidates(state, event)
+                consumed.append(instance)
+                origin = instance[3]
+                for edge, check in candidates:  # type: ignore[union-attr]
+                    if origin > edge.since and (check is None or check(instance, event)):
+                        self._traverse(epoch, edge, instance, event, origin)
+
+    def _traverse(self, epoch: _Epoch, edge: Any, instance: Any, event: Any, origin: int) -> None:
+        values = edge.map(instance, event)
+        start = event[1] if instance is None else instance[1]
+        target = edge.target
+        if target.stream is not None:
+            epoch.pending.setdefault(target, []).append((values, start, epoch.time, origin))
+            return
+        for output in target.outputs:
+            if origin <= output.since:
+                continue
+            if output.report:
+                attrs = tuple(zip(output.names, values, strict=True))
+                epoch.results.add(Result(output.query, output.stream, start, epoch.time, attrs))
+            if output.stream is not None:
+                order = output.order
+                fed = values if order is None else tuple(values[k] for k in order)
+                epoch.offer(output.stream, fed, start)
+
+    def _install(self, epoch: _Epoch) -> None:
+        touched = set(epoch.consumed) | set(epoch.pending)
+        for state, instances in epoch.consumed.items():
+            for instance in instances:
+                state.store.discard(instance)
+        lifetimes: dict[State, int | None] = {}
+        for state, instances in epoch.pending.items():
+            store = state.store
+            life = lifetimes[state] = state.lifetime()
+            for instance in instances:
+                if store.add(instance) and life is not None:
+                    heapq.heappush(
+                        self._expiry, (instance[1] + life, next(self._sequence), state, instance)
+                    )
+        for state in touched:
+            self._update_activity(state)
+
+    def _update_activity(self, state: State) -> None:
+        if len(state.store):
+            self.active.activate(state)
+        else:
+            self.active.deactivate(state)
+
+    def _expire(self, time: int) -> None:
+        """Drop instances whose state's DUR bounds have all passed before ``time``."""
+        heap = self._expiry
+        touched: set[State] = set()
+        while heap and heap[0][0] < time:
+            _, _, state, instance = heapq.heappop(heap)
+            life = state.lifetime()
+            if life is None:
+                continue
+            if instance[1] + life >= time:
+                heapq.heappush(heap, (instance[1] + life, next(self._sequence), state, instance))
+                continue
+            state.store.discard(instance)
+            touched.add(state)
+        for state in touched:
+            self._update_activity(state)
+
+    # ------------------------------------------------------------------ inspection
+
+    def instance_count(self) -> int:
+        """How many instances the active states hold."""
+        return sum(len(state.store) for state in self.network.states() if state.stream)
+
+    def instances(self) -> dict[int, list[Any]]:
+        """Each state's instances (state id -> instances), for traces and tests."""
+        return {
+            state.ident: sorted(state.store, key=repr)
+            for state in self.network.states()
+            if state.stream is not None and len(state.store)
+        }
