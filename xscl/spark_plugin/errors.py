@@ -24,6 +24,9 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-S012": "an unsubscribed query id is not subscribed",
     "XSCL-S013": "a subscription would make PUBLISH/FROM references form a cycle",
     "XSCL-S014": "an event file of the subscription registry cannot be read",
+    "XSCL-S020": "this instance lost the job's lease to a newer epoch and stops (fenced)",
+    "XSCL-S021": "the job's lease cannot be read or written",
+    "XSCL-S022": "the job's home was written by an xscl without process pairs (no epochs)",
 }
 
 
@@ -62,3 +65,21 @@ class SparkBatchError(_Coded, RuntimeError):
     """The streaming query of ``xscl run --engine spark`` failed; nothing was written."""
 
     code = "XSCL-S005"
+
+
+class LeaseLostError(_Coded, RuntimeError):
+    """Another instance took the job's lease: this one must write nothing more."""
+
+    code = "XSCL-S020"
+
+
+class LeaseStoreError(_Coded, OSError):
+    """The lease (a file on the home, or a Kubernetes Lease) cannot be read or written."""
+
+    code = "XSCL-S021"
+
+
+class LegacyHomeError(_Coded, OSError):
+    """A checkpoint or results folder in the layout before process pairs (no epochs)."""
+
+    code = "XSCL-S022"

@@ -18,6 +18,7 @@ reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -67,9 +68,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_job(args: argparse.Namespace) -> JobReport:
-    """Run the job with parsed options (driver); what it did."""
-    import xscl
-    from xscl.cli.common import load_queries, parse_duration, print_errors
+    """Run the job with parsed options (driver); what it did.
+
+    The instance takes the job's lease (``pair``) or stands by, Spark started, until
+    the primary's lease lapses; as primary it forks its epoch's folders from the last
+    committed batch (``pair.epochs``) and runs the job there until it ends, or until
+    another instance takes the lease over (exit ``EXIT_FENCED``).
+    """
+    from xscl.cli.common import parse_duration
+    from xscl.spark_plugin.errors import LeaseStoreError
+    from xscl.spark_plugin.pair.member import PairMember, Renewer, StandbyBoard
     from xscl.spark_plugin.session import XsclHome
 
     lateness = None
@@ -81,6 +89,95 @@ def run_job(args: argparse.Namespace) -> JobReport:
             return JobReport(2)
     home = XsclHome(Path(args.home).resolve())
     log = SubscriptionLog(home.registry / args.name)
+    if not args.queries and not log.versions():
+        print(
+            f"xscl: no queries: give --queries FILE or 'xscl subscribe FILE --home {args.home} "
+            f"--name {args.name}' first",
+            file=sys.stderr,
+        )
+        return JobReport(2)
+    try:
+        lease = make_lease(args, home)
+        member = PairMember(lease, StandbyBoard(pair_folder(home, args.name) / "standbys"),
+                            args.renew_seconds)
+        record = member.try_take()
+        spark = None
+        if record is None:  # a standby: Spark is started while it waits
+            spark = _session(args, home)
+            record = member.stand_by()
+            print(f"xscl: took the lease over at epoch {record.epoch}", file=sys.stderr)
+    except LeaseStoreError as exc:
+        print(f"xscl: {exc}", file=sys.stderr)
+        return JobReport(1)
+    renewer = Renewer(lease, record.epoch, args.renew_seconds, _fenced_exit)
+    renewer.start()
+    try:
+        report = _run_primary(args, home, log, lateness, spark, lease, record.epoch)
+    finally:
+        renewer.stop()
+    if report.exit_code != EXIT_FENCED:
+        lease.release(record.epoch)
+    return report
+
+
+#: Exit code of an instance fenced out by a newer epoch of its lease.
+EXIT_FENCED = 3
+
+
+def make_lease(args: argparse.Namespace, home: Any) -> Any:
+    """The lease ``--lease`` names, for job ``--name`` (driver, once)."""
+    if args.lease == "kubernetes":
+        from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
+
+        return KubernetesLease.in_cluster(
+            args.lease_name or f"xscl-{args.name}",
+            args.lease_namespace,
+            duration=args.lease_seconds,
+        )
+    from xscl.spark_plugin.pair.file_lease import FileLease
+
+    return FileLease(pair_folder(home, args.name), duration=args.lease_seconds)
+
+
+def pair_folder(home: Any, name: str) -> Path:
+    """``HOME/pair/NAME``: the file lease and the standbys' heartbeats."""
+    return Path(home.root) / "pair" / name
+
+
+def _fenced_exit(reason: str) -> None:
+    """The lease was taken over: say so in one line and stop now (renewer thread)."""
+    from xscl.spark_plugin.errors import LeaseLostError
+
+    print(
+        f"xscl: {LeaseLostError.code} {reason}; this instance (pid {os.getpid()}) stops: "
+        "nothing it writes from now on is read",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(EXIT_FENCED)
+
+
+def _session(args: argparse.Namespace, home: Any) -> Any:
+    import xscl
+    from xscl.spark_plugin.session import build_session
+
+    print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
+    return build_session(args.master, f"xscl-{args.name}", home=home.root)
+
+
+def _run_primary(
+    args: argparse.Namespace,
+    home: Any,
+    log: SubscriptionLog,
+    lateness: int | None,
+    spark: Any,
+    lease: Any,
+    epoch: int,
+) -> JobReport:
+    """The job as the lease's holder at ``epoch`` (driver)."""
+    from xscl.cli.common import load_queries, print_errors
+
     if args.queries and not log.versions():
         # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
         try:
@@ -100,38 +197,46 @@ def run_job(args: argparse.Namespace) -> JobReport:
                 "--queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
                 file=sys.stderr,
             )
-    elif not log.versions():
-        print(
-            f"xscl: no queries: give --queries FILE or 'xscl subscribe FILE --home {args.home} "
-            f"--name {args.name}' first",
-            file=sys.stderr,
-        )
-        return JobReport(2)
+    from xscl.spark_plugin.errors import LegacyHomeError
     from xscl.spark_plugin.job.plan import JobPlan, start_job
+    from xscl.spark_plugin.job.sink import fence_of
+    from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.progress import ProgressPrinter
-    from xscl.spark_plugin.session import build_session
 
+    folders = EpochFolders(home.root, args.name, epoch)
+    try:
+        after = start_epoch(folders)
+    except LegacyHomeError as exc:
+        print(f"xscl: {exc}", file=sys.stderr)
+        return JobReport(2)
+    print(
+        f"xscl: primary at epoch {epoch}, continuing after batch {after} "
+        f"(checkpoint {folders.checkpoint})",
+        file=sys.stderr,
+    )
     spool = Path(args.spool).resolve() if args.spool else home.spool
-    output = home.results / args.name
-    print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
-    spark = build_session(args.master, f"xscl-{args.name}", home=home.root)
+    output = folders.results
+    if spark is None:
+        spark = _session(args, home)
     plan = JobPlan(
         spool=str(spool),
         registry=str(log.folder),
         output=str(output),
-        checkpoint=str(home.checkpoints / args.name),
+        checkpoint=str(folders.checkpoint),
         name=args.name,
         allowed_lateness=lateness,
         results_format=args.results_format,
         feed_entries=args.feed_entries,
         state_partitions=args.state_partitions,
         buckets=args.value_groups,
-        hot_folder=str(home.state / args.name / "hot-values"),
+        hot_folder=str(folders.hot_values),
         salts=max(1, args.hot_salts),
         hot_threshold=max(1, args.hot_threshold),
         max_records_per_batch=args.max_records_per_batch,
         once=args.once,
         trigger_seconds=args.trigger_seconds,
+        applied=str(folders.applied),
+        fence=fence_of(lease.spec(), epoch),
     )
     printer = ProgressPrinter(
         None if args.quiet else _stderr_line, results=CommittedResults(output)
@@ -155,18 +260,24 @@ def run_job(args: argparse.Namespace) -> JobReport:
         batches=batches,
     )
     if query.exception() is not None:
+        if not lease.holds(epoch):  # the sink's commit found a newer epoch
+            from xscl.spark_plugin.pair.lease import lost_message
+
+            _fenced_exit(lost_message(epoch, lease.read()))
         print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
         report.exit_code = 1
         return report
     if args.output:
-        records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
+        records = sorted(
+            read_results(folders.results_root), key=lambda r: (r["query"], r["result_id"])
+        )
         write_atomically(Path(args.output), jsonl(records))
         total = len(records)
     else:
-        total = count_results(output)
+        total = count_results(folders.results_root)
     print(
         f"xscl: {report.documents} documents read this run; {total} results in total in "
-        f"{output} (job {report.seconds:.1f} s)",
+        f"{folders.results_root} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
     report.results = total

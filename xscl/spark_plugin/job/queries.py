@@ -146,25 +146,26 @@ class JobQueries:
             (self.value if kind == "value" else self.chain).remove_query(qid)
 
 
-#: Per Python worker: the newest ``JobQueries`` built, by registry folder.
-_built: dict[str, JobQueries] = {}
+#: Per Python worker: the newest ``JobQueries`` built, by registry and applied folder.
+_built: dict[tuple[str, str | None], JobQueries] = {}
 
 
-def queries_at(registry: str, version: int) -> JobQueries:
+def queries_at(registry: str, version: int, applied: str | None = None) -> JobQueries:
     """The subscriptions at registry ``version`` (executor; cached per worker).
 
     Extends the cached set event by event when it is older; rebuilds from the first
     event when it is newer (a replay after a restart asks for an earlier version).
+    ``applied``: where the job records the offsets events took effect at (its epoch).
     """
-    cached = _built.get(registry)
+    cached = _built.get((registry, applied))
     if cached is not None and cached.version == version:
         return cached
-    log = SubscriptionLog(Path(registry))
-    applied = log.applied()
+    log = SubscriptionLog(Path(registry), applied)
+    recorded = log.applied()
     if cached is None or cached.version > version:
         cached = JobQueries()
     for event in range(cached.version + 1, version + 1):
-        offset = applied.get(event)
+        offset = recorded.get(event)
         if offset is None:
             raise RuntimeError(
                 f"subscription event {event} of {registry} has no recorded offset: the "
@@ -172,5 +173,5 @@ def queries_at(registry: str, version: int) -> JobQueries:
             )
         cached.apply(event, log, offset)
     cached.version = version
-    _built[registry] = cached
+    _built[(registry, applied)] = cached
     return cached

@@ -17,6 +17,13 @@ partitioned by query id, so each task owns its queries' Atom feeds for the batch
   (``atom.AtomFeedWriter``; entries are idempotent by result id, so a replayed task
   rewrites the same feed).
 
+**Fencing** (``fence`` option: the lease and the epoch the job runs at, ``pair``):
+everything above is written under the epoch's own folder, so what a primary writes
+after another instance took the lease over is never read (``results_sink``'s chain
+cuts its epoch at the batch the new one continued after). On top of that, the commit
+checks the lease first and fails with ``LeaseLostError`` once a newer epoch exists, so
+a fenced-out primary stops at its next batch.
+
 Where it runs: the data source and ``commit``/``abort`` on the driver (once per
 query start / per micro-batch: renames and one marker, no per-record work);
 ``write`` on executors, once per task and attempt. The writer is pickled to the
@@ -91,7 +98,11 @@ class JobOutputDataSource(DataSource):
             )
         entries = int(self.options.get("feedEntries", DEFAULT_FEED_ENTRIES))
         return JobOutputWriter(
-            str(path), part_format, entries, self.options.get("hotValues") or None
+            str(path),
+            part_format,
+            entries,
+            self.options.get("hotValues") or None,
+            self.options.get("fence") or None,
         )
 
 
@@ -103,12 +114,19 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
     """See the module docstring."""
 
     def __init__(
-        self, path: str, part_format: str, feed_entries: int, hot_folder: str | None = None
+        self,
+        path: str,
+        part_format: str,
+        feed_entries: int,
+        hot_folder: str | None = None,
+        fence: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
         self.feed_entries = feed_entries
         self.hot_folder = hot_folder
+        #: JSON ``{"lease": Lease.spec(), "epoch": E}`` (None: no lease)
+        self.fence = fence
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -179,6 +197,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Dead letters into place, then the results under the batch's marker (driver)."""
+        if self.fence is not None:
+            check_fence(self.fence)
         name = f"{batchId:020d}"
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
         marker = Path(self.path) / COMMITS / f"{name}.json"
@@ -239,6 +259,23 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         for output in outputs:
             if output.dead is not None:
                 Path(output.dead).unlink(missing_ok=True)
+
+
+def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:
+    """The ``fence`` option of a job holding ``epoch`` of the lease ``lease_spec``."""
+    return json.dumps({"lease": lease_spec, "epoch": epoch}, sort_keys=True)
+
+
+def check_fence(fence: str) -> None:
+    """Raise ``LeaseLostError`` when a newer epoch than the fence's was taken (driver)."""
+    from xscl.spark_plugin.errors import LeaseLostError
+    from xscl.spark_plugin.pair.lease import lease_from_spec, lost_message
+
+    spec = json.loads(fence)
+    lease = lease_from_spec(spec["lease"])
+    epoch = int(spec["epoch"])
+    if not lease.holds(epoch):
+        raise LeaseLostError(lost_message(epoch, lease.read()))
 
 
 def _keep_newest(
