@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers
+from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers, epoch_folder
 
 POINTS = ("staged", "marked", "offsets")
 _IN_CLOSE_WRITE = 0x00000008
@@ -98,7 +98,8 @@ class Inotify:
 
 @dataclass(frozen=True)
 class JobPaths:
-    """Where one streaming job (``--home HOME --name NAME``) keeps its state."""
+    """Where one streaming job (``--home HOME --name NAME``) keeps its state: the
+    results root readers open, and the folders of its newest epoch."""
 
     home: Path
     name: str = "xscl"
@@ -107,9 +108,19 @@ class JobPaths:
     def results(self) -> Path:
         return self.home / "results" / self.name
 
+    def newest_epoch(self) -> int:
+        """The newest epoch with a checkpoint folder (0: none yet)."""
+        folder = self.home / "checkpoints" / self.name
+        names = [p.name for p in folder.glob("e[0-9]*")] if folder.is_dir() else []
+        return max((int(n[1:]) for n in names), default=0)
+
+    @property
+    def epoch_results(self) -> Path:
+        return epoch_folder(self.results, self.newest_epoch())
+
     @property
     def checkpoint(self) -> Path:
-        return self.home / "checkpoints" / self.name
+        return self.home / "checkpoints" / self.name / f"e{self.newest_epoch():08d}"
 
 
 def _batch_numbers(folder: Path) -> set[int]:
@@ -130,13 +141,8 @@ class DiskState:
 
     @classmethod
     def read(cls, paths: JobPaths) -> DiskState:
-        commits = paths.results / COMMITS
-        markers = (
-            {int(m.group(1)) for p in commits.iterdir() if (m := _MARKER.match(p.name))}
-            if commits.is_dir()
-            else set()
-        )
-        staging = paths.results / STAGING
+        markers = {int(marker["batch"]) for marker in committed_markers(paths.results)}
+        staging = paths.epoch_results / STAGING
         staged = sorted(p.name for p in staging.iterdir() if not p.name.startswith(".")) if (
             staging.is_dir()
         ) else []
@@ -254,9 +260,9 @@ def wait_for_commits(job: Job, paths: JobPaths, commits: int, timeout: float) ->
 
 def _watched(paths: JobPaths, point: str) -> Path:
     if point == "staged":
-        return paths.results / STAGING
+        return paths.epoch_results / STAGING
     if point == "marked":
-        return paths.results / COMMITS
+        return paths.epoch_results / COMMITS
     if point == "offsets":
         return paths.checkpoint / "offsets"
     raise ValueError(f"unknown kill point {point!r}; one of {POINTS}")

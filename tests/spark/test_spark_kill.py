@@ -31,13 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.killing import (
     POINTS,
-    Job,
-    JobPaths,
     Kill,
     driver_port,
     executor_pids,
@@ -46,12 +43,7 @@ from tests.spark.killing import (
     unread_socket_bytes,
     wait_for_event,
 )
-from xscl.connectors.document import Document, envelope_line, read_envelope_file
-from xscl.connectors.spool import Spool
-from xscl.reference import run_batch as reference_run_batch
-from xscl.spark_plugin.errors import JavaNotFoundError
-from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results
-from xscl.spark_plugin.session import find_java_home
+from tests.spark.served import Fixture
 from xscl.spark_plugin.submit import main
 
 pytestmark = [
@@ -59,106 +51,12 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify"),
 ]
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "rss"
-QUERIES = EXAMPLE / "queries.xscl"
-#: Copies of the 6 example documents (each shifted by 10 days, new ids): 30 documents.
-COPIES = 5
 #: Seed of the kill plan; set XSCL_KILL_SEED to explore other plans.
 SEED = int(os.environ.get("XSCL_KILL_SEED", "2009"))
 #: Unread bytes on a frozen executor's sockets that mean the driver sent it a task.
 TASK_BYTES = 1000
 #: Seconds a job may take to start and reach what we wait for (a loaded machine).
 TIMEOUT = 300.0
-
-
-def _documents() -> list[Document]:
-    """The rss example and shifted copies of it with new ids: many results, all batches."""
-    example = list(read_envelope_file(EXAMPLE / "documents.jsonl"))
-    docs: list[Document] = []
-    ten_days = 10 * 86_400_000_000
-    for copy in range(COPIES):
-        for doc in example:
-            assert isinstance(doc, Document)
-            docid = doc.docid if copy == 0 else f"{doc.docid}#copy{copy}"
-            docs.append(Document(doc.stream, docid, doc.ts_micros + copy * ten_days, doc.xml))
-    return docs
-
-
-class Fixture:
-    """A home with a filled spool, the reference result set and the job's paths."""
-
-    def __init__(self, root: Path, per_batch: int) -> None:
-        self.root = root
-        self.per_batch = per_batch
-        self.docs = _documents()
-        source = root / "docs.jsonl"
-        source.write_text("".join(envelope_line(d) + "\n" for d in self.docs), encoding="utf-8")
-        reference = root / "reference.jsonl"
-        reference_run_batch(QUERIES.read_text(encoding="utf-8"), source, reference)
-        self.expected = {
-            record["result_id"]: record
-            for record in map(json.loads, reference.read_text(encoding="utf-8").splitlines())
-        }
-        assert len(self.expected) > 2 * COPIES, "the example should give many results"
-        self.paths = JobPaths(root / "home")
-        with Spool(self.paths.home / "spool", sync=False) as writer:
-            writer.append(self.docs)
-        self.batches = -(-len(self.docs) // per_batch)
-        self.log = root / "jobs.log"
-
-    def options(self, *extra: str) -> list[str]:
-        """The job's command-line options (``python -m xscl.spark_plugin.submit ...``)."""
-        return [
-            "--queries", str(QUERIES), "--spool", str(self.paths.home / "spool"),
-            "--home", str(self.paths.home), "--max-records-per-batch", str(self.per_batch), *extra,
-        ]
-
-    def start(self, *extra: str) -> Job:
-        """Start the job in its own process group."""
-        argv = [sys.executable, "-m", "xscl.spark_plugin.submit", *self.options(*extra)]
-        return Job(argv, self.log, self.root)
-
-    def committed(self) -> int:
-        return len(committed_markers(self.paths.results))
-
-    def check_exactly_once(self, story: str) -> None:
-        """Result set == reference, no result_id committed twice, every batch committed."""
-        got = {record["result_id"]: record for record in read_results(self.paths.results)}
-        missing = sorted(set(self.expected) - set(got))
-        extra = sorted(set(got) - set(self.expected))
-        assert not missing and not extra, f"{story}\nmissing {missing}\nunexpected {extra}"
-        assert got == self.expected, f"{story}\nsame ids, different records"
-        ids = _result_ids_of_parts(self.paths.results)
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        assert not twice, f"{story}\ncommitted twice: {twice}"
-        assert self.committed() == self.batches, f"{story}\n{self.committed()} markers"
-        staging = self.paths.results / STAGING
-        leftovers = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
-        assert not leftovers, f"{story}\norphaned staging files: {leftovers}"
-
-
-def _result_ids_of_parts(results: Path) -> list[str]:
-    """Every result_id in every committed part file (no deduplication)."""
-    ids: list[str] = []
-    for marker in committed_markers(results):
-        for part in marker["parts"]:
-            file = results / part["file"]
-            if file.suffix == ".parquet":
-                ids.extend(pq.read_table(file, columns=["result_id"])["result_id"].to_pylist())
-                continue
-            text = file.read_text(encoding="utf-8")
-            ids.extend(json.loads(line)["result_id"] for line in text.splitlines() if line)
-    return ids
-
-
-@pytest.fixture
-def java() -> Path:
-    """Skip when there is no Java runtime (without starting a JVM in this process)."""
-    try:
-        return find_java_home()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 def kill_plan(seed: int) -> list[tuple[str, int]]:

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xscl.spark_plugin.errors import LegacyHomeError
-from xscl.spark_plugin.results_sink import COMMITS, epoch_chain, epoch_folder, open_epoch
+from xscl.spark_plugin.results_sink import (
+    COMMITS,
+    clear_staging,
+    epoch_chain,
+    epoch_folder,
+    open_epoch,
+)
 
 #: A versioned file of a state partition: ``12.changelog``, ``.12.zip.crc``, ``12_<id>.zip``.
 _VERSIONED = re.compile(r"^\.?(\d+)[._]")
@@ -216,6 +222,7 @@ def start_epoch(folders: EpochFolders) -> int:
         end = batch_end_offset(old.checkpoint, after) if after >= 0 else 0
         _link_applied(old.applied, folders.applied, 0 if end is None else end)
         _link_all(old.results / "feeds", folders.results / "feeds")
+        clear_staging(old.results)  # orphans of a crash; a fenced primary's fail to commit
     open_epoch(folders.results_root, folders.epoch, after)
     _point_feeds(folders)
     return after
