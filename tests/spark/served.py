@@ -42,7 +42,9 @@ def _documents() -> list[Document]:
 class Fixture:
     """A home with a filled spool, the reference result set and the job's paths."""
 
-    def __init__(self, root: Path, per_batch: int) -> None:
+    def __init__(self, root: Path, per_batch: int, first: int | None = None) -> None:
+        """``first``: only the first so many documents are in the spool at the start
+        (a multiple of ``per_batch``); ``append_rest`` adds the others."""
         self.root = root
         self.per_batch = per_batch
         self.docs = _documents()
@@ -56,10 +58,17 @@ class Fixture:
         }
         assert len(self.expected) > 2 * COPIES, "the example should give many results"
         self.paths = JobPaths(root / "home")
+        self.spooled = len(self.docs) if first is None else first
         with Spool(self.paths.home / "spool", sync=False) as writer:
-            writer.append(self.docs)
+            writer.append(self.docs[: self.spooled])
         self.batches = -(-len(self.docs) // per_batch)
         self.log = root / "jobs.log"
+
+    def append_rest(self) -> None:
+        """Append the documents not spooled yet, in one spool commit."""
+        with Spool(self.paths.home / "spool", sync=False) as writer:
+            writer.append(self.docs[self.spooled :])
+        self.spooled = len(self.docs)
 
     def options(self, *extra: str) -> list[str]:
         """The job's command-line options (``python -m xscl.spark_plugin.submit ...``)."""

@@ -2,9 +2,10 @@
 
 Both scenarios start two instances of the job at once on the spool of
 ``tests/spark/served.py`` (two documents per micro-batch) and check that exactly one
-took the lease (one claim, the other standing by with its Spark session started).
+took the lease (one claim, the other standing by). Once the standby is warm
+(``pair.warm``) the rest of the documents arrive.
 
-* **kill -9 of the primary** (its whole process group) after two commits: the
+* **kill -9 of the primary** (its whole process group) one commit later: the
   standby takes over, continues after the last batch the primary committed, and
   finishes the spool. The take-over time (kill -> the new epoch's first commit) is
   printed; docs/benchmarks.md records it.
@@ -47,17 +48,19 @@ pytestmark = [
 #: Seconds a job may take to start and reach what we wait for (a loaded machine).
 TIMEOUT = 300.0
 ARGS = ("--trigger-seconds", "0.5", "--quiet", "--lease-seconds", "3")
+#: Documents spooled at the start; the rest arrive once the standby is warm.
+FIRST = 6
 
 
 def _roles(run: Fixture, first: Job, second: Job) -> tuple[Job, Job]:
-    """(primary, standby) once one holds the lease and the other stands by, Spark up."""
+    """(primary, standby) once one holds the lease and the other stands by, warm."""
     lease = FileLease(run.paths.home / "pair" / "xscl")
     board = StandbyBoard(run.paths.home / "pair" / "xscl" / "standbys")
     deadline = time.monotonic() + TIMEOUT
     while True:
         record = lease.read()
         standbys = board.live()
-        if record is not None and standbys:
+        if record is not None and standbys and all(s["warm"] for s in standbys):
             break
         for job in (first, second):
             if not job.running():
@@ -90,10 +93,11 @@ def _finish(run: Fixture, job: Job) -> None:
 def test_the_standby_takes_over_from_a_killed_primary_exactly_once(
     java: Path, tmp_path: Path
 ) -> None:
-    run = Fixture(tmp_path, per_batch=2)
+    run = Fixture(tmp_path, per_batch=2, first=FIRST)
     with run.start(*ARGS, log="a.log") as first, run.start(*ARGS, log="b.log") as second:
         primary, standby = _roles(run, first, second)
-        wait_for_commits(primary, run.paths, 2, TIMEOUT)
+        run.append_rest()
+        wait_for_commits(primary, run.paths, FIRST // 2 + 1, TIMEOUT)
         killed = time.monotonic()
         primary.kill()
         before = run.committed()
@@ -110,11 +114,13 @@ def test_the_standby_takes_over_from_a_killed_primary_exactly_once(
 def test_a_zombie_primary_writes_nothing_visible_and_exits_fenced(
     java: Path, tmp_path: Path
 ) -> None:
-    run = Fixture(tmp_path, per_batch=2)
+    run = Fixture(tmp_path, per_batch=2, first=FIRST)
     with run.start(*ARGS, log="a.log") as first, run.start(*ARGS, log="b.log") as second:
         primary, standby = _roles(run, first, second)
+        run.append_rest()
         # frozen with a batch in flight: its results staged, not committed
-        wait_for_event(primary, run.paths, "staged", after_commits=2, timeout=TIMEOUT)
+        after = FIRST // 2 + 1
+        wait_for_event(primary, run.paths, "staged", after_commits=after, timeout=TIMEOUT)
         primary.signal_group(signal.SIGSTOP)
         frozen = time.monotonic()
         seen = {(f.name, m["batch"]) for f, m in visible_markers(run.paths.results)}

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +102,18 @@ def run_job(args: argparse.Namespace) -> JobReport:
                             args.renew_seconds)
         record = member.try_take()
         spark = None
-        if record is None:  # a standby: Spark is started while it waits
+        if record is None:  # a standby: Spark is started and kept warm while it waits
+            from xscl.spark_plugin.pair.epochs import EpochFolders
+            from xscl.spark_plugin.pair.warm import StandbyWarmer
+
             spark = _session(args, home)
-            record = member.stand_by()
+            scratch = home.tmp / f"standby-{lease.identity.holder}"
+            plan = _job_plan(args, home, log, lateness, EpochFolders(home.root, args.name, 0))
+            warmer = StandbyWarmer(spark, plan, scratch)
+            try:
+                record = member.stand_by(warm=warmer)
+            finally:
+                warmer.stop()
             print(f"xscl: took the lease over at epoch {record.epoch}", file=sys.stderr)
     except LeaseStoreError as exc:
         print(f"xscl: {exc}", file=sys.stderr)
@@ -166,6 +175,33 @@ def _session(args: argparse.Namespace, home: Any) -> Any:
     return build_session(args.master, f"xscl-{args.name}", home=home.root)
 
 
+def _job_plan(
+    args: argparse.Namespace, home: Any, log: SubscriptionLog, lateness: int | None, folders: Any
+) -> Any:
+    """The job's plan over ``folders`` (an epoch's, ``pair.epochs``), without a fence."""
+    from xscl.spark_plugin.job.plan import JobPlan
+
+    return JobPlan(
+        spool=str(Path(args.spool).resolve() if args.spool else home.spool),
+        registry=str(log.folder),
+        output=str(folders.results),
+        checkpoint=str(folders.checkpoint),
+        name=args.name,
+        allowed_lateness=lateness,
+        results_format=args.results_format,
+        feed_entries=args.feed_entries,
+        state_partitions=args.state_partitions,
+        buckets=args.value_groups,
+        hot_folder=str(folders.hot_values),
+        salts=max(1, args.hot_salts),
+        hot_threshold=max(1, args.hot_threshold),
+        max_records_per_batch=args.max_records_per_batch,
+        once=args.once,
+        trigger_seconds=args.trigger_seconds,
+        applied=str(folders.applied),
+    )
+
+
 def _run_primary(
     args: argparse.Namespace,
     home: Any,
@@ -198,7 +234,7 @@ def _run_primary(
                 file=sys.stderr,
             )
     from xscl.spark_plugin.errors import LegacyHomeError
-    from xscl.spark_plugin.job.plan import JobPlan, start_job
+    from xscl.spark_plugin.job.plan import start_job
     from xscl.spark_plugin.job.sink import fence_of
     from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.progress import ProgressPrinter
@@ -214,29 +250,11 @@ def _run_primary(
         f"(checkpoint {folders.checkpoint})",
         file=sys.stderr,
     )
-    spool = Path(args.spool).resolve() if args.spool else home.spool
     output = folders.results
     if spark is None:
         spark = _session(args, home)
-    plan = JobPlan(
-        spool=str(spool),
-        registry=str(log.folder),
-        output=str(output),
-        checkpoint=str(folders.checkpoint),
-        name=args.name,
-        allowed_lateness=lateness,
-        results_format=args.results_format,
-        feed_entries=args.feed_entries,
-        state_partitions=args.state_partitions,
-        buckets=args.value_groups,
-        hot_folder=str(folders.hot_values),
-        salts=max(1, args.hot_salts),
-        hot_threshold=max(1, args.hot_threshold),
-        max_records_per_batch=args.max_records_per_batch,
-        once=args.once,
-        trigger_seconds=args.trigger_seconds,
-        applied=str(folders.applied),
-        fence=fence_of(lease.spec(), epoch),
+    plan = replace(
+        _job_plan(args, home, log, lateness, folders), fence=fence_of(lease.spec(), epoch)
     )
     printer = ProgressPrinter(
         None if args.quiet else _stderr_line, results=CommittedResults(output)

@@ -39,8 +39,9 @@ class StandbyBoard:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
 
-    def beat(self, identity: Identity, since: float, duration: float) -> None:
-        """Say this standby is alive for ``duration`` more seconds."""
+    def beat(self, identity: Identity, since: float, duration: float, *, warm: bool) -> None:
+        """Say this standby is alive for ``duration`` more seconds (``warm``: its warm-up
+        finished)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         body = {
             "holder": identity.holder,
@@ -49,6 +50,7 @@ class StandbyBoard:
             "since": since,
             "renewed": time.time(),
             "duration": duration,
+            "warm": warm,
         }
         write_atomically(self.folder / f"{identity.holder}.json", json.dumps(body).encode())
 
@@ -98,15 +100,19 @@ class PairMember:
             return self.lease.acquire(record)
         return None
 
-    def stand_by(self, warm: Callable[[], None] | None = None) -> LeaseRecord:
+    def stand_by(
+        self, warm: Callable[[Callable[[], None]], None] | None = None
+    ) -> LeaseRecord:
         """Wait as a standby until the lease is ours; our lease record.
 
-        ``warm`` (the caller's warm-up) runs on a background thread meanwhile.
+        ``warm(ready)`` (the caller's warm-up) runs on a background thread meanwhile
+        and calls ``ready()`` once the standby is warm (its heartbeat says so).
         """
         since = time.time()
         last_beat = 0.0
         announced = False
         warming: threading.Thread | None = None
+        warm_done = threading.Event()
         try:
             while True:
                 taken = self.try_take()
@@ -120,11 +126,15 @@ class PairMember:
                     )
                     announced = True
                 if warm is not None and warming is None:
-                    warming = threading.Thread(target=warm, name="xscl-standby-warm", daemon=True)
+                    warming = threading.Thread(
+                        target=_then_set, args=(warm, warm_done), name="xscl-standby", daemon=True
+                    )
                     warming.start()
                 now = time.monotonic()
                 if now - last_beat >= self.renew_seconds:
-                    self.board.beat(self.lease.identity, since, 3 * self.renew_seconds)
+                    warmed = warming is None or warm_done.is_set()
+                    duration = 3 * self.renew_seconds
+                    self.board.beat(self.lease.identity, since, duration, warm=warmed)
                     last_beat = now
                 time.sleep(POLL_SECONDS)
         finally:
@@ -168,6 +178,10 @@ class Renewer(threading.Thread):
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+def _then_set(warm: Callable[[Callable[[], None]], None], done: threading.Event) -> None:
+    warm(done.set)
 
 
 def _stderr(line: str) -> None:
