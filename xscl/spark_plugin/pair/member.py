@@ -166,7 +166,7 @@ class Renewer(threading.Thread):
             try:
                 self.lease.renew(self.epoch)
             except LeaseLostError as exc:
-                self.on_lost(str(exc))
+                self.on_lost(str(exc.args[0]))
                 return
             except LeaseStoreError as exc:
                 # a standby takes over if this lasts: fencing keeps that safe
