@@ -18,6 +18,7 @@ from xscl.spark_plugin.errors import LeaseLostError, LegacyHomeError
 from xscl.spark_plugin.job.sink import JobOutputWriter, fence_of
 from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
 from xscl.spark_plugin.pair.file_lease import FileLease
+from xscl.spark_plugin.pair.lease import Identity
 from xscl.spark_plugin.results_sink import (
     StagedPart,
     commit_batch,
@@ -127,3 +128,40 @@ def test_the_sink_refuses_to_commit_once_a_newer_epoch_holds_the_lease(tmp_path:
     with pytest.raises(LeaseLostError, match="taken over by epoch 2"):
         writer.commit([], 1)
     assert len(committed_markers(tmp_path / "out")) == 1
+
+
+def test_status_reports_the_pair_the_last_visible_batch_and_the_lag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from xscl.cli.main import main
+    from xscl.connectors.document import Document
+    from xscl.connectors.spool import Spool
+
+    first = _first_epoch(tmp_path)
+    with Spool(tmp_path / "spool", sync=False) as spool:
+        spool.append([Document("S", f"d{i}", i, "<a/>") for i in range(20)])
+    lease = FileLease(tmp_path / "pair" / "job", Identity("h", 4242, "elsewhere.example"))
+    lease.acquire(None)
+    start_epoch(first.at(2))
+    assert main(["status", "--home", str(tmp_path), "--name", "job", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["primary"]["pid"], status["primary"]["host"]) == (4242, "elsewhere.example")
+    assert status["primary"]["epoch"] == 1 and status["primary"]["live"]
+    assert status["standbys"] == []
+    # batch 4 is the newest readers see (5 is above the cut); it read up to offset 15
+    assert (status["last_batch"], status["committed_offset"]) == (4, 15)
+    assert (status["spool_head"], status["lag"], status["results"]) == (20, 5, 5)
+    assert main(["status", "--home", str(tmp_path), "--name", "job"]) == 0
+    text = capsys.readouterr().out
+    assert "last committed batch: 4 (spool offset 15)" in text and "lag 5" in text
+
+
+def test_an_unwritable_results_folder_is_one_coded_error_naming_the_path(tmp_path: Path) -> None:
+    from xscl.spark_plugin.errors import OutputWriteError
+
+    blocked = tmp_path / "results"
+    blocked.write_text("a file where the folder should be")
+    writer = JobOutputWriter(str(blocked / "e00000001"), "jsonl", 10)
+    with pytest.raises(OutputWriteError, match="cannot be written") as failed:
+        writer.commit([], 0)
+    assert failed.value.code == "XSCL-S023" and str(blocked) in str(failed.value)

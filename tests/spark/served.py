@@ -26,12 +26,12 @@ QUERIES = EXAMPLE / "queries.xscl"
 COPIES = 5
 
 
-def _documents() -> list[Document]:
+def example_documents(copies: int = COPIES) -> list[Document]:
     """The rss example and shifted copies of it with new ids: many results, all batches."""
     example = list(read_envelope_file(EXAMPLE / "documents.jsonl"))
     docs: list[Document] = []
     ten_days = 10 * 86_400_000_000
-    for copy in range(COPIES):
+    for copy in range(copies):
         for doc in example:
             assert isinstance(doc, Document)
             docid = doc.docid if copy == 0 else f"{doc.docid}#copy{copy}"
@@ -47,7 +47,7 @@ class Fixture:
         (a multiple of ``per_batch``); ``append_rest`` adds the others."""
         self.root = root
         self.per_batch = per_batch
-        self.docs = _documents()
+        self.docs = example_documents()
         source = root / "docs.jsonl"
         source.write_text("".join(envelope_line(d) + "\n" for d in self.docs), encoding="utf-8")
         reference = root / "reference.jsonl"

@@ -21,15 +21,18 @@ result id is committed twice, every batch is committed once.
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.spark.killing import Job, JobFailed, wait_for_commits, wait_for_event
 from tests.spark.served import Fixture
+from xscl.cli.main import main
 from xscl.spark_plugin.pair.file_lease import FileLease
 from xscl.spark_plugin.pair.member import StandbyBoard
 from xscl.spark_plugin.results_sink import (
@@ -90,12 +93,22 @@ def _finish(run: Fixture, job: Job) -> None:
     wait_for_commits(job, run.paths, run.batches, TIMEOUT)
 
 
+def _status(run: Fixture, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["status", "--home", str(run.paths.home), "--json"]) == 0
+    return dict(json.loads(capsys.readouterr().out))
+
+
 def test_the_standby_takes_over_from_a_killed_primary_exactly_once(
-    java: Path, tmp_path: Path
+    java: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = Fixture(tmp_path, per_batch=2, first=FIRST)
     with run.start(*ARGS, log="a.log") as first, run.start(*ARGS, log="b.log") as second:
         primary, standby = _roles(run, first, second)
+        wait_for_commits(primary, run.paths, FIRST // 2, TIMEOUT)
+        status = _status(run, capsys)
+        assert (status["primary"]["pid"], status["primary"]["epoch"]) == (primary.pid, 1)
+        assert [s["pid"] for s in status["standbys"]] == [standby.pid]
+        assert status["spool_head"] == FIRST
         run.append_rest()
         wait_for_commits(primary, run.paths, FIRST // 2 + 1, TIMEOUT)
         killed = time.monotonic()
@@ -103,6 +116,9 @@ def test_the_standby_takes_over_from_a_killed_primary_exactly_once(
         before = run.committed()
         takeover = _first_marker_of(run, 2, killed)
         _finish(run, standby)
+    status = _status(run, capsys)
+    assert (status["primary"]["pid"], status["primary"]["epoch"]) == (standby.pid, 2)
+    assert (status["last_batch"], status["lag"]) == (run.batches - 1, 0)
     chain = epoch_chain(run.paths.results)
     story = (f"primary pid {primary.pid} killed after {before} commits; the standby's first "
              f"commit {takeover:.2f} s later; epochs {chain}")

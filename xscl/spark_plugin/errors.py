@@ -27,6 +27,7 @@ ERROR_CODES: dict[str, str] = {
     "XSCL-S020": "this instance lost the job's lease to a newer epoch and stops (fenced)",
     "XSCL-S021": "the job's lease cannot be read or written",
     "XSCL-S022": "the job's home was written by an xscl without process pairs (no epochs)",
+    "XSCL-S023": "the job's results folder cannot be written (full, read-only, gone)",
 }
 
 
@@ -83,3 +84,10 @@ class LegacyHomeError(_Coded, OSError):
     """A checkpoint or results folder in the layout before process pairs (no epochs)."""
 
     code = "XSCL-S022"
+
+
+class OutputWriteError(_Coded, OSError):
+    """The job's sink could not write under its results folder; the batch is not
+    committed (it is replayed whole by the next start)."""
+
+    code = "XSCL-S023"

@@ -113,14 +113,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "and take over when its lease lapses; every take-over starts a new epoch and "
         "fences the old primary out of every output",
     )
-    pair.add_argument(
-        "--lease",
-        choices=LEASE_KINDS,
-        default="file",
-        help="where the lease is kept: 'file' (HOME/pair/NAME on the shared home) or "
-        "'kubernetes' (a coordination.k8s.io Lease; needs the 'k8s' extra and a pod's "
-        "service account) (default %(default)s)",
-    )
+    add_lease_arguments(pair)
     pair.add_argument(
         "--lease-seconds",
         type=float,
@@ -136,12 +129,24 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the primary renews its lease every S seconds (default %(default)s)",
     )
-    pair.add_argument(
+
+
+def add_lease_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Where a job's lease is kept: ``xscl serve`` and ``xscl status`` share these."""
+    parser.add_argument(
+        "--lease",
+        choices=LEASE_KINDS,
+        default="file",
+        help="where the lease is kept: 'file' (HOME/pair/NAME on the shared home) or "
+        "'kubernetes' (a coordination.k8s.io Lease; needs the 'k8s' extra and a pod's "
+        "service account) (default %(default)s)",
+    )
+    parser.add_argument(
         "--lease-name",
         metavar="NAME",
         help="with --lease kubernetes: the Lease object (default xscl-<--name>)",
     )
-    pair.add_argument(
+    parser.add_argument(
         "--lease-namespace",
         metavar="NS",
         help="with --lease kubernetes: its namespace (default: the pod's own)",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -77,6 +78,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
     """
     from xscl.cli.common import parse_duration
     from xscl.spark_plugin.errors import LeaseStoreError
+    from xscl.spark_plugin.pair.lease import job_lease, pair_folder
     from xscl.spark_plugin.pair.member import PairMember, Renewer, StandbyBoard
     from xscl.spark_plugin.session import XsclHome
 
@@ -97,9 +99,12 @@ def run_job(args: argparse.Namespace) -> JobReport:
         )
         return JobReport(2)
     try:
-        lease = make_lease(args, home)
-        member = PairMember(lease, StandbyBoard(pair_folder(home, args.name) / "standbys"),
-                            args.renew_seconds)
+        lease = job_lease(
+            args.lease, home.root, args.name, args.lease_seconds, args.lease_name,
+            args.lease_namespace,
+        )
+        board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
+        member = PairMember(lease, board, args.renew_seconds)
         record = member.try_take()
         spark = None
         if record is None:  # a standby: Spark is started and kept warm while it waits
@@ -131,26 +136,10 @@ def run_job(args: argparse.Namespace) -> JobReport:
 
 #: Exit code of an instance fenced out by a newer epoch of its lease.
 EXIT_FENCED = 3
-
-
-def make_lease(args: argparse.Namespace, home: Any) -> Any:
-    """The lease ``--lease`` names, for job ``--name`` (driver, once)."""
-    if args.lease == "kubernetes":
-        from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
-
-        return KubernetesLease.in_cluster(
-            args.lease_name or f"xscl-{args.name}",
-            args.lease_namespace,
-            duration=args.lease_seconds,
-        )
-    from xscl.spark_plugin.pair.file_lease import FileLease
-
-    return FileLease(pair_folder(home, args.name), duration=args.lease_seconds)
-
-
-def pair_folder(home: Any, name: str) -> Path:
-    """``HOME/pair/NAME``: the file lease and the standbys' heartbeats."""
-    return Path(home.root) / "pair" / name
+#: Exit code of a job whose results folder could not be written (``XSCL-S023``): the
+#: batch was not committed; restart once the folder is writable again.
+EXIT_UNWRITABLE = 4
+_UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
 
 
 def _fenced_exit(reason: str) -> None:
@@ -233,18 +222,22 @@ def _run_primary(
                 "--queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
                 file=sys.stderr,
             )
-    from xscl.spark_plugin.errors import LegacyHomeError
+    from xscl.spark_plugin.errors import LegacyHomeError, OutputWriteError
     from xscl.spark_plugin.job.plan import start_job
-    from xscl.spark_plugin.job.sink import fence_of
+    from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
     from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.progress import ProgressPrinter
 
     folders = EpochFolders(home.root, args.name, epoch)
     try:
-        after = start_epoch(folders)
+        with unwritable_as_error(str(folders.results_root)):
+            after = start_epoch(folders)
     except LegacyHomeError as exc:
         print(f"xscl: {exc}", file=sys.stderr)
         return JobReport(2)
+    except OutputWriteError as exc:
+        print(f"xscl: {exc}", file=sys.stderr)
+        return JobReport(EXIT_UNWRITABLE)
     print(
         f"xscl: primary at epoch {epoch}, continuing after batch {after} "
         f"(checkpoint {folders.checkpoint})",
@@ -282,6 +275,11 @@ def _run_primary(
             from xscl.spark_plugin.pair.lease import lost_message
 
             _fenced_exit(lost_message(epoch, lease.read()))
+        unwritable = _UNWRITABLE.search(str(query.exception()))
+        if unwritable is not None:
+            print(f"xscl: {unwritable.group(0)}", file=sys.stderr)
+            report.exit_code = EXIT_UNWRITABLE
+            return report
         print(f"xscl: the streaming query failed: {query.exception()}", file=sys.stderr)
         report.exit_code = 1
         return report

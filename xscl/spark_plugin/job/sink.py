@@ -33,6 +33,7 @@ executors and holds strings and integers only; each Python worker keeps one
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
@@ -49,7 +50,7 @@ from pyspark.sql.types import StructType
 from xscl.connectors.document import parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.spark_plugin.atom import AtomFeedWriter
-from xscl.spark_plugin.errors import DataSourceOptionError
+from xscl.spark_plugin.errors import DataSourceOptionError, OutputWriteError
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
     COMMITS,
@@ -130,6 +131,10 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
+        with unwritable_as_error(self.path):
+            return self._write(iterator)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         partition = task_partition()
         staging = Path(self.path) / STAGING
         staging.mkdir(parents=True, exist_ok=True)
@@ -199,6 +204,10 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         """Dead letters into place, then the results under the batch's marker (driver)."""
         if self.fence is not None:
             check_fence(self.fence)
+        with unwritable_as_error(self.path):
+            self._commit(messages, batchId)
+
+    def _commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         name = f"{batchId:020d}"
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
         marker = Path(self.path) / COMMITS / f"{name}.json"
@@ -259,6 +268,23 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         for output in outputs:
             if output.dead is not None:
                 Path(output.dead).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def unwritable_as_error(path: str) -> Iterator[None]:
+    """An ``OSError`` writing under the results folder ``path`` (full, read-only, gone)
+    as ``OutputWriteError`` naming the file: the batch stays uncommitted and the job
+    stops with that one line (``submit``)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:  # not a failed system call (e.g. our own coded errors)
+            raise
+        where = exc.filename or path
+        reason = exc.strerror or str(exc)
+        raise OutputWriteError(
+            f"the results folder {path} cannot be written: {reason}: {where}"
+        ) from exc
 
 
 def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:

@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from xscl.spark_plugin.errors import LeaseStoreError
@@ -133,6 +134,29 @@ def lease_from_spec(spec: dict[str, Any]) -> Lease:
 
         return KubernetesLease.from_spec(spec)
     raise LeaseStoreError(f"unknown lease kind {kind!r}")
+
+
+def pair_folder(home: str | Path, name: str) -> Path:
+    """``HOME/pair/NAME``: the file lease and the standbys' heartbeats of job ``name``."""
+    return Path(home) / "pair" / name
+
+
+def job_lease(
+    kind: str,
+    home: str | Path,
+    name: str,
+    duration: float,
+    lease_name: str | None = None,
+    namespace: str | None = None,
+) -> Lease:
+    """The lease of job ``name`` in the store ``kind`` names (``--lease``)."""
+    if kind == "kubernetes":
+        from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
+
+        return KubernetesLease.in_cluster(lease_name or f"xscl-{name}", namespace, duration)
+    from xscl.spark_plugin.pair.file_lease import FileLease
+
+    return FileLease(pair_folder(home, name), duration=duration)
 
 
 def process_gone(host: str, pid: int) -> bool:
