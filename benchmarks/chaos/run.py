@@ -173,6 +173,7 @@ class Pair:
     def __init__(self, work: Path, docs: list[Document], *, master: str | None, tmpfs: bool,
                  shim: Path | None) -> None:
         self.work = work
+        work.mkdir(parents=True, exist_ok=True)
         self.home = work / "home"
         self.docs = docs
         self.source = work / "docs.jsonl"

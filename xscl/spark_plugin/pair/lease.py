@@ -48,6 +48,9 @@ class LeaseRecord:
     duration: float
     #: the holder gave it up (a clean stop): a standby may take over at once
     released: bool = False
+    #: the store's version of the record, for its compare-and-set (Kubernetes'
+    #: resourceVersion; the file store needs none)
+    token: str = ""
 
     @property
     def expires(self) -> float:
@@ -69,6 +72,7 @@ class LeaseRecord:
                 renewed=float(raw["renewed"]),
                 duration=float(raw["duration"]),
                 released=bool(raw.get("released", False)),
+                token=str(raw.get("token", "")),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise LeaseStoreError(f"the lease {where} is not a lease record: {exc}") from exc
@@ -132,7 +136,8 @@ def lease_from_spec(spec: dict[str, Any]) -> Lease:
     if kind == "kubernetes":
         from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
 
-        return KubernetesLease.from_spec(spec)
+        lease: Lease = KubernetesLease.from_spec(spec)
+        return lease
     raise LeaseStoreError(f"unknown lease kind {kind!r}")
 
 
@@ -153,7 +158,8 @@ def job_lease(
     if kind == "kubernetes":
         from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
 
-        return KubernetesLease.in_cluster(lease_name or f"xscl-{name}", namespace, duration)
+        found: Lease = KubernetesLease.in_cluster(lease_name or f"xscl-{name}", namespace, duration)
+        return found
     from xscl.spark_plugin.pair.file_lease import FileLease
 
     return FileLease(pair_folder(home, name), duration=duration)
