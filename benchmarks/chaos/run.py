@@ -253,16 +253,20 @@ class Pair:
         return writer
 
     # -------------------------------------------------------------- figures
+    @property
+    def results(self) -> Path:
+        return self.home / "results" / "xscl"
+
     def markers(self) -> int:
-        return len(committed_markers(self.home / "results" / "xscl"))
+        return len(committed_markers(self.results))
 
     def newest_epoch_commit(self, after_epoch: int) -> bool:
         """Did an epoch after ``after_epoch`` commit a batch readers see?"""
-        markers = visible_markers(self.home / "results" / "xscl")
+        markers = visible_markers(self.results)
         return any(int(folder.name[1:]) > after_epoch for folder, _marker in markers)
 
     def caught_up(self) -> bool:
-        markers = visible_markers(self.home / "results" / "xscl")
+        markers = visible_markers(self.results)
         if not markers or self.primary() is None:
             return False
         spooled = SpoolReader(self.home / "spool").next_offset()
@@ -290,32 +294,34 @@ def _environ(extra: dict[str, str]) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- fault rounds
-def round_primary(pair: Pair, warm: bool) -> tuple[float, str]:
-    pair.ready(1, warm)
+def _kill_primary(pair: Pair, *, restart: bool) -> float:
+    """Seconds from kill -9 of the primary (documents just appended) to the next epoch's
+    first commit; ``restart``: a new instance is started after the kill."""
     victim = pair.primary()
     assert victim is not None
     epoch = pair.lease.newest_epoch()
     pair.append(CHUNK)
     killed = time.monotonic()
     victim.kill()
-    wait_until("the take-over commit", lambda: pair.newest_epoch_commit(epoch))
-    return time.monotonic() - killed, ""
+    if restart:
+        pair.start()
+    wait_until("the next epoch's first commit", lambda: pair.newest_epoch_commit(epoch))
+    return time.monotonic() - killed
+
+
+def round_primary(pair: Pair, warm: bool) -> tuple[float, str]:
+    pair.ready(1, warm)
+    return _kill_primary(pair, restart=False), ""
 
 
 def round_cold(pair: Pair, warm: bool) -> tuple[float, str]:
     pair.ready(0, False)
-    for job in pair.standbys(False):
-        job.kill()
+    primary = pair.primary()
+    for job in pair.instances:
+        if job is not primary:
+            job.kill()  # no standby, none starting
     pair.reap()
-    victim = pair.primary()
-    assert victim is not None
-    epoch = pair.lease.newest_epoch()
-    pair.append(CHUNK)
-    killed = time.monotonic()
-    victim.kill()
-    pair.start()
-    wait_until("the cold restart's commit", lambda: pair.newest_epoch_commit(epoch))
-    return time.monotonic() - killed, ""
+    return _kill_primary(pair, restart=True), ""
 
 
 def round_zombie(pair: Pair, warm: bool) -> tuple[float, str]:
@@ -328,11 +334,19 @@ def round_zombie(pair: Pair, warm: bool) -> tuple[float, str]:
     stopped = time.monotonic()
     wait_until("the take-over commit", lambda: pair.newest_epoch_commit(epoch))
     took = time.monotonic() - stopped
+    own = f"e{epoch:08d}"
+    seen = {m["batch"] for f, m in visible_markers(pair.results) if f.name == own}
     zombie.signal_group(signal.SIGCONT)
     code = zombie.process.wait(timeout=TIMEOUT)
-    fenced = "XSCL-S020" in zombie.log_tail()
-    note = "" if code == EXIT_FENCED and fenced else f"zombie exited {code}, fenced line {fenced}"
-    return took, note
+    notes = []
+    if code != EXIT_FENCED or "XSCL-S020" not in zombie.log_tail():
+        notes.append(f"the zombie exited {code} without the XSCL-S020 line")
+    later = {m["batch"] for f, m in visible_markers(pair.results) if f.name == own} - seen
+    if later:
+        notes.append(f"the zombie's batches {sorted(later)} became visible")
+    if (pair.results / "feeds").resolve().parent.name == own:
+        notes.append("the feeds link names the zombie's epoch")
+    return took, "; ".join(notes)
 
 
 def round_standby(pair: Pair, warm: bool) -> tuple[float, str]:
@@ -482,6 +496,9 @@ def run_phase(work: Path, faults: list[str], rounds: int, seed: int, warm: bool,
     pair = Pair(work, docs, master=master, tmpfs=tmpfs, shim=shim)
     try:
         pair.append(CHUNK)
+        pair.ready(0 if master else 1, False)  # instances started at once: one primary
+        if pair.lease.newest_epoch() != 1:
+            outcomes[plan[0]].notes.append(f"{pair.lease.newest_epoch()} epochs at the start")
         for fault in plan:
             seconds, note = ROUNDS[fault](pair, warm)
             outcome = outcomes[fault]
@@ -493,6 +510,7 @@ def run_phase(work: Path, faults: list[str], rounds: int, seed: int, warm: bool,
         pair.ready(0, False)
         wait_until("the job caught up with the spool", pair.caught_up, step=0.2)
         lost, duplicated = check(pair)
+        outcomes[plan[-1]].notes.extend(status_disagrees(pair))
     finally:
         pair.close()
     for fault in set(plan):
@@ -505,15 +523,35 @@ def check(pair: Pair) -> tuple[int, int]:
     out = pair.work / "reference.jsonl"
     reference_run_batch(QUERIES.read_text(encoding="utf-8"), pair.source, out)
     expected = {json.loads(line)["result_id"] for line in out.read_text().splitlines()}
-    got = {record["result_id"] for record in read_results(pair.home / "results" / "xscl")}
+    got = {record["result_id"] for record in read_results(pair.results)}
     seen: dict[str, int] = {}
-    for folder, marker in visible_markers(pair.home / "results" / "xscl"):
+    for folder, marker in visible_markers(pair.results):
         for part in marker["parts"]:
             for line in (folder / part["file"]).read_text().splitlines():
                 result_id = json.loads(line)["result_id"]
                 seen[result_id] = seen.get(result_id, 0) + 1
     assert got <= expected, f"results the reference does not have: {sorted(got - expected)}"
     return len(expected - got), sum(1 for count in seen.values() if count > 1)
+
+
+def status_disagrees(pair: Pair) -> list[str]:
+    """What ``xscl status --json`` says that contradicts the caught-up job (empty: all)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "xscl.cli.main", "status", "--home", str(pair.home), "--json"],
+        capture_output=True, text=True, check=False, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    if done.returncode != 0:
+        return [f"xscl status exited {done.returncode}: {done.stderr.strip()[-300:]}"]
+    status = json.loads(done.stdout)
+    primary = pair.primary()
+    last = int(committed_markers(pair.results)[-1]["batch"])
+    wrong = []
+    if primary is None or status["primary"]["pid"] != primary.pid:
+        wrong.append(f"status names primary {status['primary']}")
+    if (status["last_batch"], status["lag"]) != (last, 0):
+        wrong.append(f"status: last batch {status['last_batch']}, lag {status['lag']}")
+    return wrong
 
 
 def table(outcomes: dict[str, Outcome]) -> str:

@@ -1,5 +1,5 @@
 """A served job's home for the fault tests: a filled spool, the reference's result set,
-and the exactly-once check (tests/spark/test_spark_kill.py, test_spark_pair.py).
+and the exactly-once check (tests/spark/test_spark_kill.py; the chaos harness, benchmarks/chaos).
 
 The spool holds the rss example's 6 documents and shifted copies of them with new
 ids (30 documents): nearly every micro-batch has results.

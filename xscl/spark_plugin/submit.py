@@ -191,6 +191,23 @@ def _job_plan(
     )
 
 
+def _register_metrics(spark: Any, args: argparse.Namespace, home: Any, lease: Any) -> None:
+    """``xscl status``'s figures as gauges of Spark's metrics system (``pair.metrics``)."""
+    from xscl.spark_plugin.pair.lease import pair_folder
+    from xscl.spark_plugin.pair.member import StandbyBoard
+    from xscl.spark_plugin.pair.metrics import register_status_source
+    from xscl.spark_plugin.pair.status import job_status
+
+    spool = Path(args.spool).resolve() if args.spool else home.spool
+    board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
+    try:
+        register_status_source(
+            spark, lambda: job_status(home.root, args.name, lease, spool, board)
+        )
+    except Exception as exc:  # metrics are a convenience: the job runs without them
+        print(f"xscl: status metrics not registered: {exc}", file=sys.stderr)
+
+
 def _run_primary(
     args: argparse.Namespace,
     home: Any,
@@ -255,6 +272,7 @@ def _run_primary(
     spark.streams.addListener(printer)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    _register_metrics(spark, args, home, lease)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
