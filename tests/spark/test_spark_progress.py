@@ -110,7 +110,12 @@ def test_results_come_from_the_committed_marker(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
-    from xscl.spark_plugin.pair.metrics import GAUGES, SOURCE_NAME, register_status_source
+    from xscl.spark_plugin.pair.metrics import (
+        GAUGES,
+        SOURCE_NAME,
+        metrics_system,
+        register_status_source,
+    )
     from xscl.spark_plugin.pair.status import JobStatus
 
     reads: list[float] = []
@@ -122,8 +127,10 @@ def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
         return JobStatus("job", primary, [{"pid": 2}], 7, 40, 55, 15, 12)
 
     register_status_source(spark, read)
-    system = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().metricsSystem()
-    source = system.getSourcesByName(SOURCE_NAME).head()
+    register_status_source(spark, read)  # a second job of the process replaces the first
+    sources = metrics_system(spark).getSourcesByName(SOURCE_NAME)
+    assert sources.size() == 1
+    source = sources.apply(0)
     gauges = source.metricRegistry().getGauges()
     got = {name: gauges.get(name).getValue() for name in GAUGES}
     assert got == {"epoch": 3, "standbys": 1, "last_batch": 7, "committed_offset": 40,

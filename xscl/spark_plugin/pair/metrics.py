@@ -55,7 +55,20 @@ class CachedStatus:
         return -1 if figure is None else int(figure)
 
 
-class _Gauge:
+class _JavaObject:
+    """``java.lang.Object``'s methods for a Py4J proxy (Scala collections call them)."""
+
+    def equals(self, other: Any) -> bool:
+        return other is self
+
+    def hashCode(self) -> int:
+        return id(self) & 0x7FFFFFFF
+
+    def toString(self) -> str:
+        return f"xscl {type(self).__name__.strip('_').lower()}"
+
+
+class _Gauge(_JavaObject):
     """A ``com.codahale.metrics.Gauge`` implemented in Python (Py4J callback)."""
 
     def __init__(self, status: CachedStatus, name: str) -> None:
@@ -69,7 +82,7 @@ class _Gauge:
         implements: ClassVar[list[str]] = ["com.codahale.metrics.Gauge"]
 
 
-class _Source:
+class _Source(_JavaObject):
     """An ``org.apache.spark.metrics.source.Source`` implemented in Python (Py4J)."""
 
     def __init__(self, registry: Any) -> None:
@@ -98,9 +111,22 @@ def register_status_source(spark: Any, read: Callable[[], JobStatus]) -> Any:
     for name in GAUGES:
         registry.register(name, _Gauge(status, name))
     source = _Source(registry)
-    system = jvm.org.apache.spark.SparkEnv.get().metricsSystem()
+    system = metrics_system(spark)
     earlier = system.getSourcesByName(SOURCE_NAME)
     for index in range(earlier.size()):  # an earlier job of this process
         system.removeSource(earlier.apply(index))
     system.registerSource(source)
     return source
+
+
+def metrics_system(spark: Any) -> Any:
+    """The driver's ``MetricsSystem``, reached through fields: Py4J cannot call methods of
+    ``SparkEnv`` (listing them needs protobuf classes that are not on the classpath)."""
+    jvm = spark.sparkContext._jvm
+    objects: Any = spark.sparkContext._jsc.sc()
+    for owner, name in (("org.apache.spark.SparkContext", "_env"),
+                        ("org.apache.spark.SparkEnv", "metricsSystem")):
+        field = jvm.java.lang.Class.forName(owner).getDeclaredField(name)
+        field.setAccessible(True)
+        objects = field.get(objects)
+    return objects
