@@ -30,6 +30,7 @@ def test_the_short_chaos_run_loses_and_duplicates_nothing(
     spec = importlib.util.spec_from_file_location("chaos_run", HARNESS)
     assert spec is not None and spec.loader is not None
     chaos = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = chaos  # its dataclasses look their module up
     spec.loader.exec_module(chaos)
     code = chaos.main(["--quick", "--json", "--work", str(tmp_path)])
     outcomes = json.loads(capsys.readouterr().out)
