@@ -3,13 +3,15 @@
     spark-submit --master local[2] xscl/spark_plugin/submit.py \\
         --queries queries.xscl --spool xscl-data/spool --home xscl-data [--once]
 
-The driver checks the options, seeds the subscription registry (``HOME/registry/NAME``)
-from ``--queries`` when it is empty, builds the one Spark plan (``job.plan``) and waits:
+The driver takes the job's lease or stands by until it lapses (``pair``: a second
+instance is a standby), seeds the subscription registry (``HOME/registry/NAME``)
+from ``--queries`` when it is empty, forks its epoch's folders from the last
+committed batch (``pair.epochs``), builds the one Spark plan (``job.plan``) and waits:
 Stage 1, the joins (state in Spark's RocksDB state store under
-``HOME/checkpoints/NAME``), result records, dead letters and Atom feeds all run in
-executor tasks; the driver's commit renames the tasks' files and writes one marker
-per micro-batch under ``HOME/results/NAME``. ``xscl subscribe`` / ``xscl unsubscribe``
-change the registry while the job runs.
+``HOME/checkpoints/NAME/e<epoch>``), result records, dead letters and Atom feeds all
+run in executor tasks; the driver's commit checks the lease, renames the tasks' files
+and writes one marker per micro-batch under ``HOME/results/NAME/e<epoch>``.
+``xscl subscribe`` / ``xscl unsubscribe`` change the registry while the job runs.
 
 Ship the package installed or on ``PYTHONPATH`` on every node: ``--py-files`` does not
 reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).

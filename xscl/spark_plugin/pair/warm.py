@@ -125,6 +125,7 @@ class StandbyWarmer:
         if query is not None:
             with contextlib.suppress(Exception):
                 query.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _copy_newest(source: Path, target: Path, count: int) -> int:
