@@ -471,6 +471,7 @@ def build_shim(work: Path) -> tuple[Path | None, str | None]:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None, "no C compiler for the fsync shim"
+    work.mkdir(parents=True, exist_ok=True)
     source, shim = work / "slowsync.c", work / "slowsync.so"
     source.write_text(SHIM)
     done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(shim), str(source),
