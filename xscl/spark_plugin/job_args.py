@@ -108,10 +108,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
     pair = parser.add_argument_group(
         "process pair",
-        "start the job twice (same --home and --name, or the same Kubernetes Lease): "
-        "the first to take the lease is the primary, the others stand by (Spark started) "
-        "and take over when its lease lapses; every take-over starts a new epoch and "
-        "fences the old primary out of every output",
+        "start the job twice (same --home and --name, or the same Kubernetes Lease):\n"
+        "the first to take the lease is the primary, the others stand by (Spark started\n"
+        "and warm) and take over when its lease lapses; every take-over starts a new\n"
+        "epoch and fences the old primary out of every output ('xscl status' shows them)",
     )
     add_lease_arguments(pair)
     pair.add_argument(

@@ -41,6 +41,9 @@ _STALE_SECONDS = 60.0
 class FileLease:
     """``Lease`` on files of a folder every instance of the job can reach."""
 
+    #: a look is two small file reads
+    poll_seconds = 0.1
+
     def __init__(
         self,
         folder: str | Path,

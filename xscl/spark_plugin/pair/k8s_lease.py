@@ -37,6 +37,9 @@ NOT_FOUND, CONFLICT = 404, 409
 class KubernetesLease:
     """``Lease`` on a Lease object through ``kubernetes.client.CoordinationV1Api``."""
 
+    #: a look is an API request: two a second per standby
+    poll_seconds = 0.5
+
     def __init__(
         self,
         api: Any,

@@ -104,6 +104,8 @@ class Lease(Protocol):
 
     identity: Identity
     duration: float
+    #: seconds between two looks at the lease while standing by (a cost per look)
+    poll_seconds: float
 
     def read(self) -> LeaseRecord | None:
         """The lease as stored now; None before any instance took it."""

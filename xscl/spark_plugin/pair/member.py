@@ -29,9 +29,6 @@ from xscl.connectors.durable import write_atomically
 from xscl.spark_plugin.errors import LeaseLostError, LeaseStoreError
 from xscl.spark_plugin.pair.lease import Identity, Lease, LeaseRecord, LeaseWatch, process_gone
 
-#: Seconds between two looks at the lease while standing by.
-POLL_SECONDS = 0.1
-
 
 class StandbyBoard:
     """``HOME/pair/NAME/standbys/<holder>.json``: one heartbeat file per standby."""
@@ -92,10 +89,13 @@ class PairMember:
         self.renew_seconds = renew_seconds
         self.say = say or _stderr
         self._watch = LeaseWatch()
+        #: the lease record ``try_take`` last read
+        self.seen: LeaseRecord | None = None
 
     def try_take(self) -> LeaseRecord | None:
         """Take the lease if nobody holds it (or its holder on this host is gone)."""
         record = self.lease.read()
+        self.seen = record
         if self._watch.lapsed(record):
             return self.lease.acquire(record)
         return None
@@ -118,7 +118,7 @@ class PairMember:
                 taken = self.try_take()
                 if taken is not None:
                     return taken
-                record = self.lease.read()
+                record = self.seen
                 if not announced and record is not None:
                     self.say(
                         f"xscl: standby: the primary is pid {record.pid} on {record.host} "
@@ -136,7 +136,7 @@ class PairMember:
                     duration = 3 * self.renew_seconds
                     self.board.beat(self.lease.identity, since, duration, warm=warmed)
                     last_beat = now
-                time.sleep(POLL_SECONDS)
+                time.sleep(self.lease.poll_seconds)
         finally:
             self.board.leave(self.lease.identity)
 
