@@ -372,6 +372,31 @@ class SparkBatchError(XsclError, RuntimeError):
     default_code = "XSCL-S005"
 
 
+class LeaseLostError(XsclError, RuntimeError):
+    """Another instance took the job's lease: this one must write nothing more."""
+
+    default_code = "XSCL-S020"
+
+
+class LeaseStoreError(XsclError, OSError):
+    """The lease (a file on the home, or a Kubernetes Lease) cannot be read or written."""
+
+    default_code = "XSCL-S021"
+
+
+class LegacyHomeError(XsclError, OSError):
+    """A checkpoint or results folder in the layout before process pairs (no epochs)."""
+
+    default_code = "XSCL-S022"
+
+
+class OutputWriteError(XsclError, OSError):
+    """The job's sink could not write under its results folder; the batch is not
+    committed (it is replayed whole by the next start)."""
+
+    default_code = "XSCL-S023"
+
+
 class SubscriptionError(XsclError, ValueError):
     """A subscribe/unsubscribe that cannot be applied (``XSCL-S010``-``S014``).
 
@@ -495,6 +520,16 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "XSCL-S014": ErrorCode(
         SubscriptionError, "an event file of the subscription registry cannot be read"
+    ),
+    "XSCL-S020": ErrorCode(
+        LeaseLostError, "this instance lost the job's lease to a newer epoch and stops (fenced)"
+    ),
+    "XSCL-S021": ErrorCode(LeaseStoreError, "the job's lease cannot be read or written"),
+    "XSCL-S022": ErrorCode(
+        LegacyHomeError, "the job's home was written by an xscl without process pairs (no epochs)"
+    ),
+    "XSCL-S023": ErrorCode(
+        OutputWriteError, "the job's results folder cannot be written (full, read-only, gone)"
     ),
     # CEL (docs/cel.md section 7): a query of the event language that does not parse.
     "CEL-P001": ErrorCode(XsclSyntaxError, "unexpected character"),

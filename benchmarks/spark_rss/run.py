@@ -194,6 +194,7 @@ def measure_spark(
 ) -> dict[str, Any]:
     """The streaming job in this process: ``run_job`` with ``--once`` on ``master``."""
     from xscl.spark_plugin.progress import CommittedResults
+    from xscl.spark_plugin.results_sink import epoch_folder
     from xscl.spark_plugin.submit import build_parser, run_job
 
     argv = [
@@ -228,7 +229,7 @@ def measure_spark(
     later = [b for b in report.batches if b.documents > 0][1:]
     later_ms = sum(b.duration_ms for b in later)
     last = report.batches[-1] if report.batches else None
-    markers = CommittedResults(home / "results" / "xscl")
+    markers = CommittedResults(epoch_folder(home / "results" / "xscl", 1))  # a fresh home
     skew = [
         t[0] / t[1]
         for b in report.batches

@@ -417,7 +417,8 @@ def test_serve_with_an_empty_spool_says_how_to_fill_it(
     assert no_spark == [spool]  # the job still starts: it waits for documents
     assert main(["poll", "--quiet", "--spool", str(spool), str(EXAMPLES / "rss" / "feeds")]) == 0
     capsys.readouterr()
-    assert _serve(home) == 0
+    # --queries again: the primary seeds the registry, after the lease (_start, stubbed)
+    assert _serve(home, "--queries", str(RSS_QUERIES)) == 0
     assert capsys.readouterr().err == ""  # documents wait: no hint
 
 

@@ -33,9 +33,14 @@ def fill_spool(home: Path, count: int) -> None:
         spool.append(docs)
 
 
-def commit(home: Path, batch: int, offset: int, age: float) -> None:
+def checkpoint_of(home: Path, epoch: int = 1) -> Path:
+    """The checkpoint of epoch ``epoch`` of the job (``xscl.spark_plugin.pair.epochs``)."""
+    return home / "checkpoints" / "xscl" / f"e{epoch:08d}"
+
+
+def commit(home: Path, batch: int, offset: int, age: float, epoch: int = 1) -> None:
     """Write batch ``batch`` of the checkpoint as Spark does, committed ``age`` seconds ago."""
-    checkpoint = home / "checkpoints" / "xscl"
+    checkpoint = checkpoint_of(home, epoch)
     for folder in ("offsets", "commits"):
         (checkpoint / folder).mkdir(parents=True, exist_ok=True)
     (checkpoint / "offsets" / str(batch)).write_text(
@@ -94,9 +99,18 @@ def test_waiting_documents_and_an_old_commit_is_stalled(tmp_path: Path) -> None:
 def test_a_batch_planned_but_not_committed_does_not_count(tmp_path: Path) -> None:
     fill_spool(tmp_path, 8)
     commit(tmp_path, 0, 5, age=STALL + 100)
-    (tmp_path / "checkpoints" / "xscl" / "offsets" / "1").write_text('v1\n{}\n{"offset": 8}')
+    (checkpoint_of(tmp_path) / "offsets" / "1").write_text('v1\n{}\n{"offset": 8}')
     code, line = check(tmp_path)
     assert code == 1 and "committed offset 5, lag 3" in line
+
+
+def test_the_newest_epoch_is_read(tmp_path: Path) -> None:
+    """After a restart or a take-over the job commits in a new epoch's checkpoint."""
+    fill_spool(tmp_path, 8)
+    commit(tmp_path, 3, 8, age=STALL * 3, epoch=2)
+    commit(tmp_path, 1, 4, age=STALL * 3, epoch=10)
+    code, line = check(tmp_path)
+    assert code == 1 and "batch 1 committed" in line and "committed offset 4, lag 4" in line
 
 
 def test_a_fresh_start_gets_the_stall_time_before_its_first_commit(tmp_path: Path) -> None:
@@ -121,7 +135,7 @@ def test_an_empty_home_is_caught_up(tmp_path: Path) -> None:
 def test_an_unreadable_checkpoint_passes_with_the_reason(tmp_path: Path) -> None:
     fill_spool(tmp_path, 3)
     commit(tmp_path, 0, 1, age=STALL * 3)
-    (tmp_path / "checkpoints" / "xscl" / "offsets" / "0").write_text("v1\n{}\nnot json")
+    (checkpoint_of(tmp_path) / "offsets" / "0").write_text("v1\n{}\nnot json")
     code, line = check(tmp_path)
     assert code == 0 and line.startswith("unknown: cannot read the job's progress")
 

@@ -23,6 +23,15 @@ def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("xscl-home")
 
 
+@pytest.fixture
+def java() -> Path:
+    """Skip when there is no Java runtime (without starting a JVM in this process)."""
+    try:
+        return find_java_home()
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture(scope="session")
 def spark(spark_home: Path) -> Iterator[SparkSession]:
     """The shared session; Spark tests skip with the reason when no Java is installed."""

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers
+from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers, epoch_folder
 
 POINTS = ("offsets", "stage1", "state", "staged", "marked")
 _IN_CLOSE_WRITE = 0x00000008
@@ -109,7 +109,8 @@ class Inotify:
 
 @dataclass(frozen=True)
 class JobPaths:
-    """Where one streaming job (``--home HOME --name NAME``) keeps its state."""
+    """Where one streaming job (``--home HOME --name NAME``) keeps its state: the
+    results root readers open, and the folders of its newest epoch."""
 
     home: Path
     name: str = "xscl"
@@ -118,9 +119,19 @@ class JobPaths:
     def results(self) -> Path:
         return self.home / "results" / self.name
 
+    def newest_epoch(self) -> int:
+        """The newest epoch with a checkpoint folder (0: none yet)."""
+        folder = self.home / "checkpoints" / self.name
+        names = [p.name for p in folder.glob("e[0-9]*")] if folder.is_dir() else []
+        return max((int(n[1:]) for n in names), default=0)
+
+    @property
+    def epoch_results(self) -> Path:
+        return epoch_folder(self.results, self.newest_epoch())
+
     @property
     def checkpoint(self) -> Path:
-        return self.home / "checkpoints" / self.name
+        return self.home / "checkpoints" / self.name / f"e{self.newest_epoch():08d}"
 
     @property
     def marks(self) -> Path:
@@ -153,13 +164,8 @@ class DiskState:
 
     @classmethod
     def read(cls, paths: JobPaths) -> DiskState:
-        commits = paths.results / COMMITS
-        markers = (
-            {int(m.group(1)) for p in commits.iterdir() if (m := _MARKER.match(p.name))}
-            if commits.is_dir()
-            else set()
-        )
-        staging = paths.results / STAGING
+        markers = {int(marker["batch"]) for marker in committed_markers(paths.results)}
+        staging = paths.epoch_results / STAGING
         staged = sorted(p.name for p in staging.iterdir() if not p.name.startswith(".")) if (
             staging.is_dir()
         ) else []
@@ -298,9 +304,9 @@ def wait_for_commits(job: Job, paths: JobPaths, commits: int, timeout: float) ->
 
 def _watched(paths: JobPaths, point: str) -> list[Path]:
     if point == "staged":
-        return [paths.results / STAGING]
+        return [paths.epoch_results / STAGING]
     if point == "marked":
-        return [paths.results / COMMITS]
+        return [paths.epoch_results / COMMITS]
     if point == "offsets":
         return [paths.checkpoint / "offsets"]
     if point == "stage1":

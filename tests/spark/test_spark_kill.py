@@ -34,13 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.killing import (
     POINTS,
-    Job,
-    JobPaths,
     Kill,
     driver_port,
     executor_pids,
@@ -49,14 +46,8 @@ from tests.spark.killing import (
     unread_socket_bytes,
     wait_for_event,
 )
-from tests.spark.stage1_daemon import MARKS
-from tests.workloads import Workload, local_records, run_seed, seeded_workload
-from xscl.connectors.document import envelope_line
-from xscl.connectors.spool import Spool
-from xscl.errors import JavaNotFoundError
-from xscl.reference import run_batch as reference_run_batch
-from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results
-from xscl.spark_plugin.session import find_java_home
+from tests.spark.served import Fixture
+from tests.workloads import run_seed
 from xscl.spark_plugin.submit import main
 
 pytestmark = [
@@ -64,7 +55,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify"),
 ]
-REPO = Path(__file__).resolve().parents[2]
 #: Seed of the kill plan and the workload: another each run; XSCL_KILL_SEED=N repeats run N.
 SEED = run_seed("XSCL_KILL_SEED")
 #: Kills per driver-kill run (of the len(POINTS) points).
@@ -73,103 +63,6 @@ KILLS = 3
 TASK_BYTES = 1000
 #: Seconds a job may take to start and reach what we wait for (a loaded machine).
 TIMEOUT = 300.0
-
-
-def _workload(seed: int) -> tuple[int, Workload]:
-    """30 generated documents whose queries give 15 to 150 results (and its seed)."""
-    return seeded_workload(
-        seed,
-        lambda w: 15 <= len(local_records(w.text, w.docs, limit=150)) <= 150,
-        queries=(3, 5),
-        documents=(30, 30),
-    )
-
-
-class Fixture:
-    """A home with a filled spool, the reference result set and the job's paths."""
-
-    def __init__(self, root: Path, per_batch: int, seed: int) -> None:
-        self.root = root
-        self.per_batch = per_batch
-        self.seed, workload = _workload(seed)
-        self.queries = root / "queries.xscl"
-        self.queries.write_text(workload.text, encoding="utf-8")
-        source = root / "docs.jsonl"
-        source.write_text("".join(envelope_line(d) + "\n" for d in workload.docs), "utf-8")
-        reference = root / "reference.jsonl"
-        reference_run_batch(workload.text, source, reference)
-        self.expected = {
-            record["result_id"]: record
-            for record in map(json.loads, reference.read_text(encoding="utf-8").splitlines())
-        }
-        self.paths = JobPaths(root / "home")
-        with Spool(self.paths.home / "spool", sync=False) as writer:
-            writer.append(workload.docs)  # a re-delivery is not stored again
-            records = writer.next_offset()
-        self.batches = -(-records // per_batch)
-        self.paths.marks.mkdir()
-        self.log = root / "jobs.log"
-
-    def options(self, *extra: str) -> list[str]:
-        """The job's command-line options (``python -m xscl.spark_plugin.submit ...``)."""
-        return [
-            "--queries", str(self.queries), "--spool", str(self.paths.home / "spool"),
-            "--home", str(self.paths.home), "--max-records-per-batch", str(self.per_batch), *extra,
-        ]  # fmt: skip
-
-    def start(self, *extra: str, stage1_marks: bool = False) -> Job:
-        """Start the job in its own process group (``stage1_marks``: its Python daemon
-        marks Stage 1, ``tests/spark/stage1_daemon.py``)."""
-        argv = [sys.executable, "-m", "xscl.spark_plugin.submit", *self.options(*extra)]
-        if not stage1_marks:
-            return Job(argv, self.log, self.root)
-        paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), **{MARKS: str(self.paths.marks)})
-        env["PYSPARK_SUBMIT_ARGS"] = (
-            "--conf spark.python.daemon.module=tests.spark.stage1_daemon pyspark-shell"
-        )
-        return Job(argv, self.log, self.root, env)
-
-    def committed(self) -> int:
-        return len(committed_markers(self.paths.results))
-
-    def check_exactly_once(self, story: str) -> None:
-        """Result set == reference, no result_id committed twice, every batch committed."""
-        got = {record["result_id"]: record for record in read_results(self.paths.results)}
-        missing = sorted(set(self.expected) - set(got))
-        extra = sorted(set(got) - set(self.expected))
-        assert not missing and not extra, f"{story}\nmissing {missing}\nunexpected {extra}"
-        assert got == self.expected, f"{story}\nsame ids, different records"
-        ids = _result_ids_of_parts(self.paths.results)
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        assert not twice, f"{story}\ncommitted twice: {twice}"
-        assert self.committed() == self.batches, f"{story}\n{self.committed()} markers"
-        staging = self.paths.results / STAGING
-        leftovers = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
-        assert not leftovers, f"{story}\norphaned staging files: {leftovers}"
-
-
-def _result_ids_of_parts(results: Path) -> list[str]:
-    """Every result_id in every committed part file (no deduplication)."""
-    ids: list[str] = []
-    for marker in committed_markers(results):
-        for part in marker["parts"]:
-            file = results / part["file"]
-            if file.suffix == ".parquet":
-                ids.extend(pq.read_table(file, columns=["result_id"])["result_id"].to_pylist())
-                continue
-            text = file.read_text(encoding="utf-8")
-            ids.extend(json.loads(line)["result_id"] for line in text.splitlines() if line)
-    return ids
-
-
-@pytest.fixture
-def java() -> Path:
-    """Skip when there is no Java runtime (without starting a JVM in this process)."""
-    try:
-        return find_java_home()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 def kill_plan(seed: int) -> list[tuple[str, int]]:

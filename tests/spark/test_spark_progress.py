@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,33 @@ def test_results_come_from_the_committed_marker(tmp_path: Path) -> None:
         "watermark -, lag -, state 42 rows / 8192 bytes"
     ]
     assert CommittedResults(tmp_path).get(3) is None  # not committed (yet)
+
+
+@pytest.mark.spark
+def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
+    from xscl.spark_plugin.pair.metrics import (
+        GAUGES,
+        SOURCE_NAME,
+        metrics_system,
+        register_status_source,
+    )
+    from xscl.spark_plugin.pair.status import JobStatus
+
+    reads: list[float] = []
+
+    def read() -> JobStatus:
+        reads.append(time.monotonic())
+        primary = {"pid": 1, "host": "h", "epoch": 3, "holder": "x", "expires": 0.0,
+                   "live": True}
+        return JobStatus("job", primary, [{"pid": 2}], 7, 40, 55, 15, 12)
+
+    register_status_source(spark, read)
+    register_status_source(spark, read)  # a second job of the process replaces the first
+    sources = metrics_system(spark).getSourcesByName(SOURCE_NAME)
+    assert sources.size() == 1
+    source = sources.apply(0)
+    gauges = source.metricRegistry().getGauges()
+    got = {name: gauges.get(name).getValue() for name in GAUGES}
+    assert got == {"epoch": 3, "standbys": 1, "last_batch": 7, "committed_offset": 40,
+                   "spool_head": 55, "lag": 15, "results": 12}
+    assert len(reads) == 1  # one read of the home serves every gauge for a second

@@ -16,7 +16,7 @@ import pytest
 from xscl.connectors.document import Document, read_envelope_file
 from xscl.connectors.spool import Spool
 from xscl.errors import JavaNotFoundError
-from xscl.spark_plugin.results_sink import committed_markers
+from xscl.spark_plugin.results_sink import committed_markers, visible_markers
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.submit import main
 
@@ -63,11 +63,13 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
     expected = _records(EXAMPLE / "expected-results.jsonl")
     assert _by_id(got) == _by_id(expected)
     results = home / "results" / "xscl"
-    suffixes = {p.suffix for p in results.glob("part-*")}
-    assert suffixes == {".jsonl", ".parquet"}
-    table = spark.read.parquet(*map(str, results.glob("part-*.parquet")))
+    # the restart is the job's second epoch: the parts readers see are in both folders
+    parts = [f / p["file"] for f, m in visible_markers(results) for p in m["parts"]]
+    assert {p.parent.name for p in parts} == {"e00000001", "e00000002"}
+    assert {p.suffix for p in parts} == {".jsonl", ".parquet"}
+    table = spark.read.parquet(*(str(p) for p in parts if p.suffix == ".parquet"))
     in_parquet = [r["result_id"] for r in table.collect()]
-    in_jsonl = [r["result_id"] for p in results.glob("part-*.jsonl") for r in _records(p)]
+    in_jsonl = [r["result_id"] for p in parts if p.suffix == ".jsonl" for r in _records(p)]
     assert in_parquet and in_jsonl
     assert sorted(in_parquet + in_jsonl) == sorted(_by_id(expected))  # each once
     assert len(got) == len(expected)

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "micro-batch prints documents, results, docs/s, watermark, lag and state size. "
             "Results go to HOME/results/NAME (JSON Lines, exactly once across restarts), "
             "with one Atom feed per query under HOME/results/NAME/feeds. Stop with Ctrl-C; "
-            "restarting with the same --home resumes from the checkpoint."
+            "restarting with the same --home resumes from the checkpoint. Started twice, "
+            "the second instance is a hot standby that takes over in seconds."
         ),
         epilog=(
             "example:\n"

@@ -17,6 +17,11 @@ DEFAULT_HOT_SALTS = 8
 DEFAULT_HOT_THRESHOLD = 500
 #: Formats of the committed result part files (``--results-format``).
 RESULTS_FORMATS = ("jsonl", "parquet")
+#: Where the lease of a process pair is kept (``--lease``).
+LEASE_KINDS = ("file", "kubernetes")
+#: Default seconds a lease lasts unrenewed, and between renewals (``pair.lease``).
+DEFAULT_LEASE_SECONDS = 3.0
+DEFAULT_RENEW_SECONDS = 1.0
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,3 +106,48 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    pair = parser.add_argument_group(
+        "process pair",
+        "start the job twice (same --home and --name, or the same Kubernetes Lease):\n"
+        "the first to take the lease is the primary, the others stand by (Spark started\n"
+        "and warm) and take over when its lease lapses; every take-over starts a new\n"
+        "epoch and fences the old primary out of every output ('xscl status' shows them)",
+    )
+    add_lease_arguments(pair)
+    pair.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=DEFAULT_LEASE_SECONDS,
+        metavar="S",
+        help="a standby takes over once the lease went S seconds unrenewed "
+        "(default %(default)s)",
+    )
+    pair.add_argument(
+        "--renew-seconds",
+        type=float,
+        default=DEFAULT_RENEW_SECONDS,
+        metavar="S",
+        help="the primary renews its lease every S seconds (default %(default)s)",
+    )
+
+
+def add_lease_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Where a job's lease is kept: ``xscl serve`` and ``xscl status`` share these."""
+    parser.add_argument(
+        "--lease",
+        choices=LEASE_KINDS,
+        default="file",
+        help="where the lease is kept: 'file' (HOME/pair/NAME on the shared home) or "
+        "'kubernetes' (a coordination.k8s.io Lease; needs the 'k8s' extra and a pod's "
+        "service account) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--lease-name",
+        metavar="NAME",
+        help="with --lease kubernetes: the Lease object (default xscl-<--name>)",
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        metavar="NS",
+        help="with --lease kubernetes: its namespace (default: the pod's own)",
+    )

@@ -10,6 +10,18 @@ Layout of a results directory (``path`` option)::
     _commits/<batch:020d>.json          commit marker of a micro-batch: its part files
     _commits/w-<ns>-<uuid>.json         commit marker of a batch (non-streaming) write
 
+The streaming job (``xscl serve``) writes one such folder per **epoch** of its lease
+(``pair``), chained by records in ``_epochs``::
+
+    _epochs/00000002.json               {"epoch": 2, "after": 17}: epoch 2 continues
+                                        after batch 17
+    e00000001/_commits/..., part-...    epoch 1's folder (the layout above)
+    e00000002/...
+
+Readers follow the chain: of each epoch they take the markers up to the ``after`` of
+the next epoch, of the newest every marker. What an instance fenced out of its epoch
+commits later is above that cut, so no reader ever sees it.
+
 Guarantee: a micro-batch is visible exactly when its marker exists, and the marker is
 written atomically (temporary file, ``fsync``, ``rename``, directory ``fsync``) after
 its part files are in place. A replayed micro-batch (Spark re-runs the batch whose
@@ -61,6 +73,7 @@ FORMAT_NAME = "xscl-results"
 PART_FORMATS = ("jsonl", "parquet")
 STAGING = "_staging"
 COMMITS = "_commits"
+EPOCHS = "_epochs"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -299,9 +312,43 @@ class ParquetResultsBatchWriter(_ParquetTasks, ResultsBatchWriter, DataSourceArr
     """``ResultsBatchWriter`` whose tasks write Arrow batches to Parquet parts."""
 
 
-def committed_markers(path: str | Path) -> list[dict[str, Any]]:
-    """The commit markers of a results directory, in commit order (streaming batches first)."""
-    commits = Path(path) / COMMITS
+def epoch_folder(root: str | Path, epoch: int) -> Path:
+    """The results folder of ``epoch`` under a job's results root."""
+    return Path(root) / f"e{epoch:08d}"
+
+
+def open_epoch(root: str | Path, epoch: int, after: int) -> Path:
+    """Chain ``epoch`` after batch ``after`` of the epochs before it; its folder.
+
+    Written once by the instance that holds ``epoch`` before its first commit; from
+    then on readers cut the previous epochs at ``after``.
+    """
+    folder = epoch_folder(root, epoch)
+    folder.mkdir(parents=True, exist_ok=True)
+    records = Path(root) / EPOCHS
+    records.mkdir(parents=True, exist_ok=True)
+    body = json.dumps({"epoch": epoch, "after": after}).encode("utf-8")
+    write_atomically(records / f"{epoch:08d}.json", body)
+    return folder
+
+
+def epoch_chain(root: str | Path) -> list[tuple[int, int]]:
+    """(epoch, after) of every opened epoch, oldest first (empty: not an epoch layout)."""
+    records = Path(root) / EPOCHS
+    if not records.is_dir():
+        return []
+    chain = []
+    for record in sorted(records.glob("*.json")):
+        try:
+            body = json.loads(record.read_text(encoding="utf-8"))
+            chain.append((int(body["epoch"]), int(body["after"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResultsDirectoryError(f"epoch record {record} is unreadable: {exc}") from exc
+    return sorted(chain)
+
+
+def _markers_in(folder: Path) -> list[dict[str, Any]]:
+    commits = folder / COMMITS
     if not commits.is_dir():
         return []
     markers = []
@@ -311,6 +358,32 @@ def committed_markers(path: str | Path) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise ResultsDirectoryError(f"commit marker {marker} is not JSON: {exc}") from exc
     return markers
+
+
+def visible_markers(path: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(folder of its parts, marker) of every marker readers see, in commit order.
+
+    A plain results directory: its markers. An epoch chain: each epoch's markers
+    after its own ``after`` and up to the next epoch's (the newest: all).
+    """
+    root = Path(path)
+    chain = epoch_chain(root)
+    if not chain:
+        return [(root, marker) for marker in _markers_in(root)]
+    out = []
+    for index, (epoch, after) in enumerate(chain):
+        cut = chain[index + 1][1] if index + 1 < len(chain) else None
+        folder = epoch_folder(root, epoch)
+        for marker in _markers_in(folder):
+            batch = int(marker["batch"])
+            if batch > after and (cut is None or batch <= cut):
+                out.append((folder, marker))
+    return out
+
+
+def committed_markers(path: str | Path) -> list[dict[str, Any]]:
+    """The commit markers of a results directory, in commit order (streaming batches first)."""
+    return [marker for _folder, marker in visible_markers(path)]
 
 
 def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -347,9 +420,9 @@ def count_results(path: str | Path) -> int:
 
 
 def _committed_parts(root: Path) -> Iterator[Path]:
-    for marker in committed_markers(root):
+    for folder, marker in visible_markers(root):
         for part in marker["parts"]:
-            yield root / part["file"]
+            yield folder / part["file"]
 
 
 @contextlib.contextmanager

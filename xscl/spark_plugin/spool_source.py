@@ -27,6 +27,9 @@ Options (all strings, as Spark passes them):
   new events at the batch's first offset (recorded once, so a replay applies each at
   the same offset) and tags its rows with the resulting version: subscriptions change
   between micro-batches, as data, without a new plan.
+* ``applied`` (streaming, with ``registry``): the folder where this run records at
+  which offset each event took effect (the job's epoch, ``pair.epochs``; default: the
+  registry's newest).
 * ``partitionsPerBatch`` (streaming): split each micro-batch into about this many
   tasks (default 1), never smaller than ``MIN_RECORDS_PER_PARTITION`` records nor
   larger than ``recordsPerPartition``; the job sets it to Spark's default
@@ -109,6 +112,7 @@ class SpoolOptions:
     records_per_partition: int
     partitions_per_batch: int = 1
     registry: str | None = None
+    applied: str | None = None
 
     @classmethod
     def parse(cls, options: Any) -> SpoolOptions:
@@ -135,6 +139,7 @@ class SpoolOptions:
                 "partitionsPerBatch", options.get("partitionsPerBatch", 1)
             ),
             registry=options.get("registry") or None,
+            applied=options.get("applied") or None,
         )
 
 
@@ -171,7 +176,7 @@ def split_range(start: int, end: int, size: int, version: int = 0) -> list[Spool
     return [SpoolRange(low, min(low + size, end), version) for low in range(start, end, size)]
 
 
-def registry_version(registry: str, offset: int) -> int:
+def registry_version(registry: str, offset: int, applied: str | None = None) -> int:
     """Apply the registry's pending events at ``offset``; the version in effect there.
 
     Runs on the driver, once per micro-batch (and replay) it plans. An event already
@@ -180,11 +185,11 @@ def registry_version(registry: str, offset: int) -> int:
     """
     from xscl.spark_plugin.subscriptions import SubscriptionLog
 
-    log = SubscriptionLog(registry)
-    applied = log.applied()
+    log = SubscriptionLog(registry, applied)
+    recorded = log.applied()
     version = 0
     for event in log.versions():
-        at = applied.get(event)
+        at = recorded.get(event)
         if at is None:
             at = log.record_applied(event, offset)
         if at > offset:
@@ -332,7 +337,11 @@ class SpoolStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         share = -(-(high - low) // self.options.partitions_per_batch)
         size = min(self.options.records_per_partition, max(MIN_RECORDS_PER_PARTITION, share))
         registry = self.options.registry
-        version = registry_version(registry, low) if registry is not None and low < high else 0
+        version = (
+            registry_version(registry, low, self.options.applied)
+            if registry is not None and low < high
+            else 0
+        )
         return split_range(low, high, size, version)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

@@ -3,13 +3,15 @@
     spark-submit --master local[2] xscl/spark_plugin/submit.py \\
         --queries queries.xscl --spool xscl-data/spool --home xscl-data [--once]
 
-The driver checks the options, seeds the subscription registry (``HOME/registry/NAME``)
-from ``--queries`` when it is empty, builds the one Spark plan (``job.plan``) and waits:
+The driver takes the job's lease or stands by until it lapses (``pair``: a second
+instance is a standby), seeds the subscription registry (``HOME/registry/NAME``)
+from ``--queries`` when it is empty, forks its epoch's folders from the last
+committed batch (``pair.epochs``), builds the one Spark plan (``job.plan``) and waits:
 Stage 1, the joins (state in Spark's RocksDB state store under
-``HOME/checkpoints/NAME``), result records, dead letters and Atom feeds all run in
-executor tasks; the driver's commit renames the tasks' files and writes one marker
-per micro-batch under ``HOME/results/NAME``. ``xscl subscribe`` / ``xscl unsubscribe``
-change the registry while the job runs.
+``HOME/checkpoints/NAME/e<epoch>``), result records, dead letters and Atom feeds all
+run in executor tasks; the driver's commit checks the lease, renames the tasks' files
+and writes one marker per micro-batch under ``HOME/results/NAME/e<epoch>``.
+``xscl subscribe`` / ``xscl unsubscribe`` change the registry while the job runs.
 
 Ship the package installed or on ``PYTHONPATH`` on every node: ``--py-files`` does not
 reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
@@ -18,16 +20,18 @@ reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xscl.connectors.durable import write_atomically
 from xscl.connectors.spool import read_head
-from xscl.errors import ConnectorIOError, JavaNotFoundError, SubscriptionError
+from xscl.errors import ConnectorIOError, JavaNotFoundError, LeaseStoreError, SubscriptionError
 from xscl.spark_plugin.job_args import add_job_arguments
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults
 from xscl.spark_plugin.results_sink import count_results, read_results
@@ -77,6 +81,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
     Everything a user can get wrong is checked before Spark starts and said in one
     line: exit 2 for an unreadable or invalid ``--queries`` or a bad option, 1 for a
     ``--home`` or ``--output`` that cannot be written or a spool that cannot be read.
+    Then the instance takes the job's lease or stands by (``_start``).
     """
     from xscl.cli.common import load_queries, parse_duration, print_errors
     from xscl.spark_plugin.session import XsclHome
@@ -102,19 +107,16 @@ def run_job(args: argparse.Namespace) -> JobReport:
         print(f"xscl serve: {problem}", file=sys.stderr)
         return JobReport(1)
     log = SubscriptionLog(home.registry / args.name)
-    if text is not None and not log.versions():
-        # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
-        try:
-            log.subscribe(text, source=args.queries)
-        except SubscriptionError as exc:
-            print(f"xscl serve: {exc}", file=sys.stderr)
-            print_errors(exc.errors, source=args.queries)
-            return JobReport(2)
-        except OSError as exc:
-            print(f"xscl serve: cannot write the job's registry {log.folder}: "
-                  f"{_reason(exc)}; {_HOME_ADVICE}", file=sys.stderr)  # fmt: skip
-            return JobReport(1)
-    elif args.queries:
+    if text is None and not log.versions():
+        print(
+            f"xscl serve: no queries: give --queries FILE or 'xscl subscribe FILE --home "
+            f"{args.home} --name {args.name}' first",
+            file=sys.stderr,
+        )
+        return JobReport(2)
+    if text is not None and log.versions():
+        # an empty registry is seeded by the primary (_run_primary): two instances
+        # started at once must not both subscribe the file
         loaded = load_queries(args.queries)
         if loaded.errors:
             print_errors(loaded.errors, source=args.queries)
@@ -125,13 +127,6 @@ def run_job(args: argparse.Namespace) -> JobReport:
                 "subscriptions; --queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
                 file=sys.stderr,
             )
-    elif not log.versions():
-        print(
-            f"xscl serve: no queries: give --queries FILE or 'xscl subscribe FILE --home "
-            f"{args.home} --name {args.name}' first",
-            file=sys.stderr,
-        )
-        return JobReport(2)
     spool = Path(args.spool).resolve() if args.spool else home.spool
     try:
         waiting = read_head(spool)
@@ -144,7 +139,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
               f"{spool} FEED...`", file=sys.stderr)  # fmt: skip
     try:
         return _start(args, home, log, spool, lateness)
-    except JavaNotFoundError as exc:
+    except (JavaNotFoundError, LeaseStoreError) as exc:
         print(f"xscl serve: {exc}", file=sys.stderr)
         return JobReport(1)
     except OSError as exc:  # the home changed under us, the disk filled up, ...
@@ -189,32 +184,172 @@ def _start(
     spool: Path,
     lateness: int | None,
 ) -> JobReport:
-    """Build the session and the plan, run the streaming query until it stops (driver)."""
+    """Take the job's lease or stand by until it lapses, then run as primary (driver).
+
+    A standby starts Spark and keeps it warm while it waits (``pair.warm``); as primary
+    the instance forks its epoch's folders from the last committed batch
+    (``pair.epochs``) and runs the job there until it ends, or until another instance
+    takes the lease over (exit ``EXIT_FENCED``).
+    """
+    from xscl.spark_plugin.pair.lease import job_lease, pair_folder
+    from xscl.spark_plugin.pair.member import PairMember, Renewer, StandbyBoard
+
+    lease = job_lease(
+        args.lease, home.root, args.name, args.lease_seconds, args.lease_name,
+        args.lease_namespace,
+    )  # fmt: skip
+    board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
+    member = PairMember(lease, board, args.renew_seconds)
+    record = member.try_take()
+    spark = None
+    if record is None:  # a standby: Spark is started and kept warm while it waits
+        from xscl.spark_plugin.pair.epochs import EpochFolders
+        from xscl.spark_plugin.pair.warm import StandbyWarmer
+
+        spark = _session(args, home)
+        scratch = home.tmp / f"standby-{lease.identity.holder}"
+        plan = _job_plan(args, log, spool, lateness, EpochFolders(home.root, args.name, 0))
+        warmer = StandbyWarmer(spark, plan, scratch)
+        try:
+            record = member.stand_by(warm=warmer)
+        finally:
+            warmer.stop()
+        print(f"xscl serve: took the lease over at epoch {record.epoch}", file=sys.stderr)
+    renewer = Renewer(lease, record.epoch, args.renew_seconds, _fenced_exit)
+    renewer.start()
+    try:
+        report = _run_primary(args, home, log, spool, lateness, spark, lease, record.epoch)
+    finally:
+        renewer.stop()
+    if report.exit_code != EXIT_FENCED:
+        lease.release(record.epoch)
+    return report
+
+
+#: Exit code of an instance fenced out by a newer epoch of its lease.
+EXIT_FENCED = 3
+#: Exit code of a job whose results folder could not be written (``XSCL-S023``): the
+#: batch was not committed; restart once the folder is writable again.
+EXIT_UNWRITABLE = 4
+_UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+
+
+def _fenced_exit(reason: str) -> None:
+    """The lease was taken over: say so in one line and stop now (renewer thread)."""
+    from xscl.errors import LeaseLostError
+
+    print(
+        f"xscl serve: {LeaseLostError.default_code} {reason}; this instance "
+        f"(pid {os.getpid()}) stops: nothing it writes from now on is read",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(EXIT_FENCED)
+
+
+def _session(args: argparse.Namespace, home: XsclHome) -> Any:
     import xscl
-    from xscl.spark_plugin.job.plan import JobPlan, start_job
-    from xscl.spark_plugin.progress import ProgressPrinter
     from xscl.spark_plugin.session import build_session
 
-    output = home.results / args.name
     print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
-    spark = build_session(args.master, f"xscl-{args.name}", home=home.root)
-    plan = JobPlan(
+    return build_session(args.master, f"xscl-{args.name}", home=home.root)
+
+
+def _job_plan(
+    args: argparse.Namespace, log: SubscriptionLog, spool: Path, lateness: int | None, folders: Any
+) -> Any:
+    """The job's plan over ``folders`` (an epoch's, ``pair.epochs``), without a fence."""
+    from xscl.spark_plugin.job.plan import JobPlan
+
+    return JobPlan(
         spool=str(spool),
         registry=str(log.folder),
-        output=str(output),
-        checkpoint=str(home.checkpoints / args.name),
+        output=str(folders.results),
+        checkpoint=str(folders.checkpoint),
         name=args.name,
         allowed_lateness=lateness,
         results_format=args.results_format,
         feed_entries=args.feed_entries,
         state_partitions=args.state_partitions,
         buckets=args.value_groups,
-        hot_folder=str(home.state / args.name / "hot-values"),
+        hot_folder=str(folders.hot_values),
         salts=max(1, args.hot_salts),
         hot_threshold=max(1, args.hot_threshold),
         max_records_per_batch=args.max_records_per_batch,
         once=args.once,
         trigger_seconds=args.trigger_seconds,
+        applied=str(folders.applied),
+    )
+
+
+def _register_metrics(
+    spark: Any, args: argparse.Namespace, home: XsclHome, spool: Path, lease: Any
+) -> None:
+    """``xscl status``'s figures as gauges of Spark's metrics system (``pair.metrics``)."""
+    from xscl.spark_plugin.pair.lease import pair_folder
+    from xscl.spark_plugin.pair.member import StandbyBoard
+    from xscl.spark_plugin.pair.metrics import register_status_source
+    from xscl.spark_plugin.pair.status import job_status
+
+    board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
+    try:
+        register_status_source(spark, lambda: job_status(home.root, args.name, lease, spool, board))
+    except Exception as exc:  # metrics are a convenience: the job runs without them
+        print(f"xscl serve: status metrics not registered: {exc}", file=sys.stderr)
+
+
+def _run_primary(
+    args: argparse.Namespace,
+    home: XsclHome,
+    log: SubscriptionLog,
+    spool: Path,
+    lateness: int | None,
+    spark: Any,
+    lease: Any,
+    epoch: int,
+) -> JobReport:
+    """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
+    from ``--queries`` (only the lease's holder, so two instances never both do)."""
+    from xscl.cli.common import print_errors
+    from xscl.errors import LegacyHomeError, OutputWriteError
+    from xscl.spark_plugin.job.plan import start_job
+    from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
+    from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
+    from xscl.spark_plugin.progress import ProgressPrinter
+
+    if args.queries and not log.versions():
+        # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
+        try:
+            log.subscribe(Path(args.queries).read_text(encoding="utf-8"), source=args.queries)
+        except SubscriptionError as exc:
+            print(f"xscl serve: {exc}", file=sys.stderr)
+            print_errors(exc.errors, source=args.queries)
+            return JobReport(2)
+        except OSError as exc:
+            print(f"xscl serve: cannot write the job's registry {log.folder}: "
+                  f"{_reason(exc)}; {_HOME_ADVICE}", file=sys.stderr)  # fmt: skip
+            return JobReport(1)
+    folders = EpochFolders(home.root, args.name, epoch)
+    try:
+        with unwritable_as_error(str(folders.results_root)):
+            after = start_epoch(folders)
+    except LegacyHomeError as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(2)
+    except OutputWriteError as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(EXIT_UNWRITABLE)
+    print(
+        f"xscl serve: primary at epoch {epoch}, continuing after batch {after} "
+        f"(checkpoint {folders.checkpoint})",
+        file=sys.stderr,
+    )
+    output = folders.results
+    if spark is None:
+        spark = _session(args, home)
+    plan = replace(
+        _job_plan(args, log, spool, lateness, folders), fence=fence_of(lease.spec(), epoch)
     )
     printer = ProgressPrinter(
         None if args.quiet else _stderr_line, results=CommittedResults(output)
@@ -222,6 +357,7 @@ def _start(
     spark.streams.addListener(printer)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    _register_metrics(spark, args, home, spool, lease)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
@@ -238,18 +374,29 @@ def _start(
         batches=batches,
     )
     if query.exception() is not None:
+        if not lease.holds(epoch):  # the sink's commit found a newer epoch
+            from xscl.spark_plugin.pair.lease import lost_message
+
+            _fenced_exit(lost_message(epoch, lease.read()))
+        unwritable = _UNWRITABLE.search(str(query.exception()))
+        if unwritable is not None:
+            print(f"xscl serve: {unwritable.group(0)}", file=sys.stderr)
+            report.exit_code = EXIT_UNWRITABLE
+            return report
         print(f"xscl serve: the streaming query failed: {query.exception()}", file=sys.stderr)
         report.exit_code = 1
         return report
     if args.output:
-        records = sorted(read_results(output), key=lambda r: (r["query"], r["result_id"]))
+        records = sorted(
+            read_results(folders.results_root), key=lambda r: (r["query"], r["result_id"])
+        )
         write_atomically(Path(args.output), jsonl(records))
         total = len(records)
     else:
-        total = count_results(output)
+        total = count_results(folders.results_root)
     print(
         f"xscl: {report.documents} documents read this run; {total} results in total in "
-        f"{output} (job {report.seconds:.1f} s)",
+        f"{folders.results_root} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
     report.results = total
@@ -290,4 +437,3 @@ def _stderr_line(line: str) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
-

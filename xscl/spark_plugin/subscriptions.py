@@ -11,9 +11,9 @@ and without touching the state of the other queries.
 
 Exactly once across restarts needs every event to take effect at the same
 document on replay as in the first run, so the job records, per event, the spool
-offset it first took effect at (``applied/00000001.json``), before processing
-the batch. A restarted job replays the spool and applies each event at its
-recorded offset.
+offset it first took effect at (``applied/e<epoch>/00000001.json``: one folder per
+epoch of the job's lease, ``pair.epochs``), before processing the batch. A restarted
+job replays the spool and applies each event at its recorded offset.
 
 Semantics (also in docs/language.md): a query subscribed to a running job matches
 documents that arrive after it takes effect (``LocalEngine.add_query(...,
@@ -72,8 +72,10 @@ class SubscriptionEvent:
 class SubscriptionLog:
     """``HOME/registry/NAME``: the event files and where each took effect."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, applied: str | Path | None = None) -> None:
         self.folder = Path(folder)
+        #: where ``record_applied`` writes (the job's epoch); default: the newest one
+        self.applied_folder = Path(applied) if applied else _newest_applied(self.folder)
         self._cache: dict[int, SubscriptionEvent] = {}
 
     # ---------------------------------------------------------------- reading
@@ -181,7 +183,7 @@ class SubscriptionLog:
     # ---------------------------------------------------- where events applied
     def applied(self) -> dict[int, int]:
         """Event number -> the spool offset it first took effect at."""
-        folder = self.folder / "applied"
+        folder = self.applied_folder
         out: dict[int, int] = {}
         if folder.is_dir():
             for path in folder.glob("*.json"):
@@ -194,7 +196,7 @@ class SubscriptionLog:
         known = self.applied().get(version)
         if known is not None:
             return known
-        folder = self.folder / "applied"
+        folder = self.applied_folder
         folder.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"version": version, "offset": offset}).encode()
         write_atomically(folder / f"{version:0{_DIGITS}d}.json", body)
@@ -202,6 +204,13 @@ class SubscriptionLog:
 
     def _event_path(self, version: int) -> Path:
         return self.folder / f"{version:0{_DIGITS}d}.json"
+
+
+def _newest_applied(folder: Path) -> Path:
+    """``applied/e<newest epoch>`` when the job ran with epochs, else ``applied``."""
+    applied = folder / "applied"
+    epochs = sorted(applied.glob("e[0-9]*")) if applied.is_dir() else []
+    return epochs[-1] if epochs else applied
 
 
 def apply_event(queries: dict[str, Query], event: SubscriptionEvent) -> None:

@@ -156,8 +156,11 @@ class JoinGroups:
         spool: str,
         allowed_lateness: int | None,
         hot_threshold: int | None = None,
+        applied: str | None = None,
     ) -> None:
         self.registry = registry
+        #: where the job records the offsets subscription events took effect at
+        self.applied = applied
         #: where documents' XML is read back (``documents``)
         self.spool = spool
         self.allowed_lateness = allowed_lateness
@@ -177,7 +180,7 @@ class JoinGroups:
             yield _frame(out)
             return
         version = int(frame["version"].max())
-        queries = queries_at(self.registry, version)
+        queries = queries_at(self.registry, version, self.applied)
         stored = StoredDocs.load(state)
         new = sorted(
             (

@@ -65,6 +65,12 @@ class JobPlan:
     max_records_per_batch: int | None = None
     once: bool = False
     trigger_seconds: float = 1.0
+    #: where the run records the offsets subscription events took effect at (its
+    #: epoch's folder, ``pair.epochs``; None: the registry's own)
+    applied: str | None = None
+    #: JSON of the lease and epoch the sink checks before each commit (``sink.Fence``;
+    #: None: no lease, as in ``xscl run --engine spark``)
+    fence: str | None = None
 
 
 def start_job(spark: Any, plan: JobPlan) -> Any:
@@ -98,6 +104,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("partitions", str(shape.state_partitions))
         .option("salts", str(shape.salts))
         .option("hotValues", plan.hot_folder or "")
+        .option("applied", plan.applied or "")
         .option(
             "allowedLatenessMicros",
             "" if plan.allowed_lateness is None else str(plan.allowed_lateness),
@@ -112,6 +119,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             plan.spool,
             plan.allowed_lateness,
             plan.hot_threshold if plan.hot_folder is not None and shape.salts > 1 else None,
+            plan.applied,
         ),
         OUTPUT_DDL,
         STATE_DDL,
@@ -129,6 +137,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("feedEntries", str(plan.feed_entries))
         .option("registry", plan.registry)
         .option("hotValues", plan.hot_folder or "")
+        .option("fence", plan.fence or "")
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)
     )

@@ -71,6 +71,8 @@ class JobQueries:
     chain: LocalEngine = field(default_factory=LocalEngine)
     #: query id -> "value" | "chain"
     engine_of: dict[str, str] = field(default_factory=dict)
+    #: query id -> the event it was (last) added at: its ``since`` is that event's offset
+    added_at: dict[str, int] = field(default_factory=dict)
     #: ``routing()`` of this version, None until asked (an event clears it)
     _routing: tuple[frozenset[int], frozenset[str]] | None = field(default=None, repr=False)
 
@@ -124,7 +126,19 @@ class JobQueries:
             if qid in changed or self.engine_of.get(qid) != kind:
                 self._remove(qid)
                 self._add(query, kind, since)
+                self.added_at[qid] = version
         self.version = version
+
+    def rebase(self, offsets: dict[int, int]) -> None:
+        """Take each query's ``since`` from ``offsets`` (event -> offset it took effect at).
+
+        Only ``since`` depends on where events took effect, so a set built with other
+        offsets (a standby's warm-up, ``pair.warm``) serves once rebased.
+        """
+        for qid, event in self.added_at.items():
+            kind = self.engine_of[qid]
+            engine = self.value if kind == "value" else self.chain
+            engine.set_since(qid, offsets[event] * SEQ_STRIDE)
 
     def _kind(self, query: Query, published: set[str]) -> str:
         if query.publish is not None or any(b.stream in published for b in query.blocks):
@@ -141,30 +155,34 @@ class JobQueries:
         self.engine_of[query.qid] = kind
 
     def _remove(self, qid: str) -> None:
+        self.added_at.pop(qid, None)
         kind = self.engine_of.pop(qid, None)
         if kind is not None:
             (self.value if kind == "value" else self.chain).remove_query(qid)
 
 
-#: Per Python worker: the newest ``JobQueries`` built, by registry folder.
-_built: dict[str, JobQueries] = {}
+#: Per Python worker: the newest ``JobQueries`` built, by registry and applied folder.
+_built: dict[tuple[str, str | None], JobQueries] = {}
 
 
-def queries_at(registry: str, version: int) -> JobQueries:
+def queries_at(registry: str, version: int, applied: str | None = None) -> JobQueries:
     """The subscriptions at registry ``version`` (executor; cached per worker).
 
     Extends the cached set event by event when it is older; rebuilds from the first
     event when it is newer (a replay after a restart asks for an earlier version).
+    ``applied``: where the job records the offsets events took effect at (its epoch).
     """
-    cached = _built.get(registry)
+    cached = _built.get((registry, applied))
     if cached is not None and cached.version == version:
         return cached
-    log = SubscriptionLog(Path(registry))
-    applied = log.applied()
+    log = SubscriptionLog(Path(registry), applied)
+    recorded = log.applied()
+    if cached is None:
+        cached = _adopt(registry, version, recorded)
     if cached is None or cached.version > version:
         cached = JobQueries()
     for event in range(cached.version + 1, version + 1):
-        offset = applied.get(event)
+        offset = recorded.get(event)
         if offset is None:
             raise RuntimeError(
                 f"subscription event {event} of {registry} has no recorded offset: the "
@@ -172,5 +190,18 @@ def queries_at(registry: str, version: int) -> JobQueries:
             )
         cached.apply(event, log, offset)
     cached.version = version
-    _built[registry] = cached
+    _built[(registry, applied)] = cached
     return cached
+
+
+def _adopt(registry: str, version: int, offsets: dict[int, int]) -> JobQueries | None:
+    """A set this worker built for ``registry`` with another applied folder (a standby's
+    warm-up), rebased to ``offsets``; None if there is none it can serve from."""
+    for key, built in list(_built.items()):
+        if key[0] == registry and built.version <= version:
+            if any(event not in offsets for event in built.added_at.values()):
+                continue
+            del _built[key]
+            built.rebase(offsets)
+            return built
+    return None

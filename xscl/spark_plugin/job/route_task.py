@@ -128,8 +128,11 @@ class RouteTask:
         hot_folder: str | None = None,
         salts: int = 1,
         partitions: int = 1,
+        applied: str | None = None,
     ) -> None:
         self.registry = registry
+        #: where the job records the offsets subscription events took effect at
+        self.applied = applied
         self.buckets = buckets
         #: state partitions: bucket b's group key lands on partition b mod this
         self.partitions = partitions
@@ -151,7 +154,7 @@ class RouteTask:
         for offset, stream, docid, ts, xml, newest_before, version in zip(*columns, strict=True):
             newest = ts if newest_before is None else max(ts, newest_before)
             key = (offset * SEQ_STRIDE + 1, ts, newest, version)
-            queries = queries_at(self.registry, version)
+            queries = queries_at(self.registry, version, self.applied)
             try:
                 rows = queries.value.stage1.evaluate_rows(stream, docid, ts, xml)
             except Stage1Error as exc:

@@ -9,7 +9,7 @@ with two Python operators per task, a task used two Python workers (the source's
 every document's XML crossed from Python to the JVM and back before Stage 1.
 
 Options (strings, as Spark passes them): the spool source's (``path``, ``registry``,
-``partitionsPerBatch``, ``maxRecordsPerBatch``, ...) plus ``buckets``, ``partitions``
+``partitionsPerBatch``, ``maxRecordsPerBatch``, ``applied``, ...) plus ``buckets``, ``partitions``
 (state partitions), ``salts``, ``hotValues`` (a folder, or empty) and
 ``allowedLatenessMicros`` (empty: none).
 
@@ -60,6 +60,7 @@ class RoutedDataSource(SpoolDataSource):
             options.get("hotValues") or None,
             int(options.get("salts", 1)),
             int(options.get("partitions", 1)),
+            options.get("applied") or None,
         )
         return RoutedStreamReader(SpoolOptions.parse(options), task)
 

@@ -17,6 +17,13 @@ partitioned by query id, so each task owns its queries' Atom feeds for the batch
   (``atom.AtomFeedWriter``; entries are idempotent by result id, so a replayed task
   rewrites the same feed).
 
+**Fencing** (``fence`` option: the lease and the epoch the job runs at, ``pair``):
+everything above is written under the epoch's own folder, so what a primary writes
+after another instance took the lease over is never read (``results_sink``'s chain
+cuts its epoch at the batch the new one continued after). On top of that, the commit
+checks the lease first and fails with ``LeaseLostError`` once a newer epoch exists, so
+a fenced-out primary stops at its next batch.
+
 Where it runs: the data source and ``commit``/``abort`` on the driver (once per
 query start / per micro-batch: renames and one marker, no per-record work);
 ``write`` on executors, once per task and attempt. The writer is pickled to the
@@ -26,6 +33,7 @@ executors and holds strings and integers only; each Python worker keeps one
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
@@ -41,7 +49,7 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.document import parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
-from xscl.errors import DataSourceOptionError
+from xscl.errors import DataSourceOptionError, OutputWriteError
 from xscl.spark_plugin.atom import AtomFeedWriter, SubscribedTexts
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
@@ -96,6 +104,7 @@ class JobOutputDataSource(DataSource):
             entries,
             self.options.get("hotValues") or None,
             self.options.get("registry") or None,
+            self.options.get("fence") or None,
         )
 
 
@@ -113,6 +122,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         feed_entries: int,
         hot_folder: str | None = None,
         registry: str | None = None,
+        fence: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
@@ -120,9 +130,15 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         self.hot_folder = hot_folder
         #: the job's subscription registry: the feeds' subtitles (the queries' texts)
         self.registry = registry
+        #: JSON ``{"lease": Lease.spec(), "epoch": E}`` (None: no lease)
+        self.fence = fence
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
+        with unwritable_as_error(self.path):
+            return self._write(iterator)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         partition = task_partition()
         staging = Path(self.path) / STAGING
         staging.mkdir(parents=True, exist_ok=True)
@@ -191,6 +207,12 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Dead letters into place, then the results under the batch's marker (driver)."""
+        if self.fence is not None:
+            check_fence(self.fence)
+        with unwritable_as_error(self.path):
+            self._commit(messages, batchId)
+
+    def _commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         name = f"{batchId:020d}"
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
         marker = Path(self.path) / COMMITS / f"{name}.json"
@@ -251,6 +273,40 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         for output in outputs:
             if output.dead is not None:
                 Path(output.dead).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def unwritable_as_error(path: str) -> Iterator[None]:
+    """An ``OSError`` writing under the results folder ``path`` (full, read-only, gone)
+    as ``OutputWriteError`` naming the file: the batch stays uncommitted and the job
+    stops with that one line (``submit``)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:  # not a failed system call (e.g. our own coded errors)
+            raise
+        where = exc.filename or path
+        reason = exc.strerror or str(exc)
+        raise OutputWriteError(
+            f"the results folder {path} cannot be written: {reason}: {where}"
+        ) from exc
+
+
+def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:
+    """The ``fence`` option of a job holding ``epoch`` of the lease ``lease_spec``."""
+    return json.dumps({"lease": lease_spec, "epoch": epoch}, sort_keys=True)
+
+
+def check_fence(fence: str) -> None:
+    """Raise ``LeaseLostError`` when a newer epoch than the fence's was taken (driver)."""
+    from xscl.errors import LeaseLostError
+    from xscl.spark_plugin.pair.lease import lease_from_spec, lost_message
+
+    spec = json.loads(fence)
+    lease = lease_from_spec(spec["lease"])
+    epoch = int(spec["epoch"])
+    if not lease.holds(epoch):
+        raise LeaseLostError(lost_message(epoch, lease.read()))
 
 
 def _keep_newest(

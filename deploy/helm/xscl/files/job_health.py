@@ -7,7 +7,8 @@ micro-batch less than S seconds ago; stalled (exit 1) when documents wait and no
 was committed for S seconds since the later of the last commit and the driver's start.
 Prints one line: the spool's head, the committed offset, the lag and the verdict.
 
-The committed offset is read from Spark's checkpoint (``HOME/checkpoints/NAME``): the
+The committed offset is read from Spark's checkpoint of the job's newest epoch
+(``HOME/checkpoints/NAME/e<epoch>``: every start or take-over is a new epoch): the
 newest batch with a ``commits/N`` file and the spool offset that ``offsets/N`` records
 for it (its last line, ``{"offset": N}``, the spool source's offset). When the
 checkpoint cannot be read the check says why and passes: it never restarts a job on a
@@ -56,6 +57,13 @@ def newest_commit(checkpoint: Path) -> Commit | None:
     return None
 
 
+def newest_epoch(checkpoints: Path) -> Path:
+    """The checkpoint of the newest epoch under ``checkpoints`` (``HOME/checkpoints/NAME``);
+    ``checkpoints`` itself when the job has not started an epoch yet."""
+    epochs = [p for p in checkpoints.glob("e[0-9]*") if p.name[1:].isdigit()]
+    return max(epochs, key=lambda p: int(p.name[1:]), default=checkpoints)
+
+
 def process_start(pid: int = 1) -> float:
     """When process ``pid`` started, in seconds since the epoch (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -99,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(args.home)
     try:
         head = SpoolReader(Path(args.spool or home / "spool")).next_offset()
-        commit = newest_commit(home / "checkpoints" / args.name)
+        commit = newest_commit(newest_epoch(home / "checkpoints" / args.name))
         started = args.started_at if args.started_at is not None else process_start()
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as exc:
         print(f"unknown: cannot read the job's progress ({type(exc).__name__}: {exc}); passing")

@@ -1,0 +1,37 @@
+"""A standby's warm subscriptions serve the epoch it takes over (``job.queries._adopt``).
+
+The warm-up builds the subscriptions with its own applied folder (offsets in its
+scratch spool); the new primary's tasks ask for the same registry version with the
+epoch's folder and must get that set, rebased: every query's subscription offset
+taken from the epoch's records, not the warm-up's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xscl.spark_plugin.job import queries
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_warm_set_is_adopted_and_rebased_to_the_epochs_offsets(tmp_path: Path) -> None:
+    registry = tmp_path / "registry"
+    text = (REPO / "examples" / "rss" / "queries.xscl").read_text(encoding="utf-8")
+    SubscriptionLog(registry).subscribe(text, source="queries.xscl")
+    SubscriptionLog(registry).subscribe(
+        "late: S/item[./a->x] JOIN {x = y, 1d} T/item[./b->y];", source="late.xscl"
+    )
+    warm, epoch = tmp_path / "warm-applied", tmp_path / "e2-applied"
+    for folder, offsets in ((warm, (0, 0)), (epoch, (0, 7))):
+        log = SubscriptionLog(registry, folder)
+        for version, offset in enumerate(offsets, start=1):
+            log.record_applied(version, offset)
+    built = queries.queries_at(str(registry), 2, str(warm))
+    adopted = queries.queries_at(str(registry), 2, str(epoch))
+    assert adopted is built
+    assert (str(registry), str(warm)) not in queries._built
+    since = {**built.value._since, **built.chain._since}
+    assert since["late"] == 7 * queries.SEQ_STRIDE
+    assert {since[q] for q in since if q != "late"} == {0}

@@ -1,0 +1,134 @@
+"""A served job's home for the fault tests: a filled spool, the reference's result set,
+and the exactly-once check (tests/spark/test_spark_kill.py); the rss example's documents
+for the chaos harness (benchmarks/chaos).
+
+The kill tests' spool holds 30 generated documents and their queries
+(``tests/workloads.py``, with 15 to 150 results). The checks read through the epochs
+of the job's lease: every restart is a new epoch (``xscl.spark_plugin.pair.epochs``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.spark.killing import Job, JobPaths
+from tests.spark.stage1_daemon import MARKS
+from tests.workloads import Workload, local_records, seeded_workload
+from xscl.connectors.document import Document, envelope_line, read_envelope_file
+from xscl.connectors.spool import Spool
+from xscl.reference import run_batch as reference_run_batch
+from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results, visible_markers
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "rss"
+QUERIES = EXAMPLE / "queries.xscl"
+#: Copies of the 6 example documents (each shifted by 10 days, new ids): 30 documents.
+COPIES = 5
+
+
+def example_documents(copies: int = COPIES) -> list[Document]:
+    """The rss example and shifted copies of it with new ids: many results, all batches."""
+    example = list(read_envelope_file(EXAMPLE / "documents.jsonl"))
+    docs: list[Document] = []
+    ten_days = 10 * 86_400_000_000
+    for copy in range(copies):
+        for doc in example:
+            assert isinstance(doc, Document)
+            docid = doc.docid if copy == 0 else f"{doc.docid}#copy{copy}"
+            docs.append(Document(doc.stream, docid, doc.ts_micros + copy * ten_days, doc.xml))
+    return docs
+
+
+def _workload(seed: int) -> tuple[int, Workload]:
+    """30 generated documents whose queries give 15 to 150 results (and its seed)."""
+    return seeded_workload(
+        seed,
+        lambda w: 15 <= len(local_records(w.text, w.docs, limit=150)) <= 150,
+        queries=(3, 5),
+        documents=(30, 30),
+    )
+
+
+class Fixture:
+    """A home with a filled spool, the reference result set and the job's paths."""
+
+    def __init__(self, root: Path, per_batch: int, seed: int) -> None:
+        self.root = root
+        self.per_batch = per_batch
+        self.seed, workload = _workload(seed)
+        self.queries = root / "queries.xscl"
+        self.queries.write_text(workload.text, encoding="utf-8")
+        source = root / "docs.jsonl"
+        source.write_text("".join(envelope_line(d) + "\n" for d in workload.docs), "utf-8")
+        reference = root / "reference.jsonl"
+        reference_run_batch(workload.text, source, reference)
+        self.expected = {
+            record["result_id"]: record
+            for record in map(json.loads, reference.read_text(encoding="utf-8").splitlines())
+        }
+        self.paths = JobPaths(root / "home")
+        with Spool(self.paths.home / "spool", sync=False) as writer:
+            writer.append(workload.docs)  # a re-delivery is not stored again
+            records = writer.next_offset()
+        self.batches = -(-records // per_batch)
+        self.paths.marks.mkdir()
+        self.log = root / "jobs.log"
+
+    def options(self, *extra: str) -> list[str]:
+        """The job's command-line options (``python -m xscl.spark_plugin.submit ...``)."""
+        return [
+            "--queries", str(self.queries), "--spool", str(self.paths.home / "spool"),
+            "--home", str(self.paths.home), "--max-records-per-batch", str(self.per_batch), *extra,
+        ]  # fmt: skip
+
+    def start(self, *extra: str, stage1_marks: bool = False) -> Job:
+        """Start the job in its own process group (``stage1_marks``: its Python daemon
+        marks Stage 1, ``tests/spark/stage1_daemon.py``)."""
+        argv = [sys.executable, "-m", "xscl.spark_plugin.submit", *self.options(*extra)]
+        if not stage1_marks:
+            return Job(argv, self.log, self.root)
+        paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), **{MARKS: str(self.paths.marks)})
+        env["PYSPARK_SUBMIT_ARGS"] = (
+            "--conf spark.python.daemon.module=tests.spark.stage1_daemon pyspark-shell"
+        )
+        return Job(argv, self.log, self.root, env)
+
+    def committed(self) -> int:
+        return len(committed_markers(self.paths.results))
+
+    def check_exactly_once(self, story: str) -> None:
+        """Result set == reference, no result_id committed twice, every batch committed."""
+        got = {record["result_id"]: record for record in read_results(self.paths.results)}
+        missing = sorted(set(self.expected) - set(got))
+        extra = sorted(set(got) - set(self.expected))
+        assert not missing and not extra, f"{story}\nmissing {missing}\nunexpected {extra}"
+        assert got == self.expected, f"{story}\nsame ids, different records"
+        ids = result_ids_of_parts(self.paths.results)
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        assert not twice, f"{story}\ncommitted twice: {twice}"
+        assert self.committed() == self.batches, f"{story}\n{self.committed()} markers"
+        leftovers = sorted(
+            str(p.relative_to(self.paths.results))
+            for p in self.paths.results.glob(f"*/{STAGING}/*")
+        )
+        assert not leftovers, f"{story}\norphaned staging files: {leftovers}"
+
+
+def result_ids_of_parts(results: Path) -> list[str]:
+    """Every result_id in every committed part file (no deduplication)."""
+    ids: list[str] = []
+    for folder, marker in visible_markers(results):
+        for part in marker["parts"]:
+            file = folder / part["file"]
+            if file.suffix == ".parquet":
+                ids.extend(pq.read_table(file, columns=["result_id"])["result_id"].to_pylist())
+                continue
+            text = file.read_text(encoding="utf-8")
+            ids.extend(json.loads(line)["result_id"] for line in text.splitlines() if line)
+    return ids
