@@ -91,3 +91,13 @@ def test_run_refuses_invalid_queries_and_writes_nothing(
     assert main([*args, "--output", str(tmp_path)]) == 1
     assert "is a directory" in capsys.readouterr().err
     assert main([*args, "--output", str(out), "--reorder-slack", "soon"]) == 2
+
+
+def test_explain_prints_the_merged_automaton(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cel", "explain", str(EXAMPLES / "stocks.cel")]) == 0
+    merged = capsys.readouterr().out
+    assert "FOLD state reading Stock" in merged and "filter e.Name = S" in merged
+    assert "fall_then_rise" in merged and "ibm PUBLISH IBMStock" in merged
+    assert main(["cel", "explain", "--no-merging", str(EXAMPLES / "stocks.cel")]) == 0
+    separate = capsys.readouterr().out
+    assert int(separate.split()[0]) >= int(merged.split()[0])

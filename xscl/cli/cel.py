@@ -1,7 +1,8 @@
-"""``xscl cel check FILE`` and ``xscl cel run``: CEL event queries (docs/cel.md).
+"""``xscl cel check|explain FILE`` and ``xscl cel run``: CEL event queries (docs/cel.md).
 
 ``check`` parses and validates a CEL file (exit 0 when every query is valid,
-else 2). ``run`` is the batch contract of ``xscl run`` for events: invalid
+else 2); ``explain`` prints the merged automaton of its valid queries (and
+their errors, exit 2 if any). ``run`` is the batch contract of ``xscl run`` for events: invalid
 queries or usage errors print every error, write nothing and exit 2; an
 ``--output`` that cannot be written is said in one line before the run (exit 1).
 """
@@ -17,6 +18,8 @@ from pathlib import Path
 from xscl.cli.common import os_error_reason, parse_duration, print_errors, unwritable_file
 from xscl.errors import XsclError
 from xscl.events.batch import run_batch
+from xscl.events.engine import Engine, EngineConfig
+from xscl.events.explain import explain
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import Program, validate
 
@@ -44,6 +47,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument("file", help="the .cel query file")
     check.add_argument("--json", action="store_true", help="print errors and queries as JSON")
     check.set_defaults(func=run_check)
+    explain = commands.add_parser(
+        "explain",
+        help="show the merged automaton of a CEL query file",
+        description=(
+            "Compile the valid queries of FILE into the engine and print its states and "
+            "edges (thesis 4.3 notation: e.a is the event's attribute, S3.a the stored "
+            "instance's), with how many queries share each state."
+        ),
+        epilog="example: xscl cel explain examples/cel/stocks.cel",
+    )
+    explain.add_argument("file", help="the .cel query file")
+    explain.add_argument(
+        "--no-merging", action="store_true", help="one automaton per query (no prefix merging)"
+    )
+    explain.set_defaults(func=run_explain)
     batch = commands.add_parser(
         "run",
         help="evaluate CEL queries over a JSONL file of events",
@@ -94,6 +112,20 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         total = len(program.queries) + len(errors)
         print(f"{len(program.queries)} valid, {len(errors)} invalid ({total} checked)")
+    return 0 if not errors else 2
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    try:
+        program, errors = _load(args.file)
+    except OSError as exc:
+        print(f"xscl cel explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print_errors(errors, source=args.file)
+    engine = Engine(EngineConfig.without("merging") if args.no_merging else None)
+    engine.subscribe(program)
+    for line in explain(engine):
+        print(line)
     return 0 if not errors else 2
 
 

@@ -124,7 +124,7 @@ class State:
 
     ident: int
     stream: str | None
-    width: int
+    names: tuple[str, ...]  # the schema of its instances (of its outputs for an end state)
     filter: Pred = ()
     outputs: list[Output] = field(default_factory=list)
     rebind: Edge | None = None

@@ -178,7 +178,7 @@ class QueryCompiler:
         self.network.end(
             incoming=[(p.source, p.label()) for p in fragment.pending],  # type: ignore[misc]
             output=output,
-            width=len(fragment.schema),
+            names=fragment.schema,
             holding=self.holding,
             since=self.since,
         )
@@ -241,7 +241,7 @@ class QueryCompiler:
         lookup = _sides(left.schema, right, None)
         state = self.network.state(
             stream=right.stream,
-            width=width,
+            names=left.schema,
             filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
             rebind=None,
             incoming=[(p.source, p.label()) for p in left.pending],  # type: ignore[misc]
@@ -274,16 +274,16 @@ class QueryCompiler:
         step = tuple(instance_slot(i) for i in range(first)) + tuple(
             computed[x] if x in computed else right.mapping[right.schema.index(x)] for x in iterated
         )
+        schema = fold_schema(left.schema, right.schema, names)
         state = self.network.state(
             stream=right.stream,
-            width=first + len(iterated),
+            names=schema,
             filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
             rebind=EdgeLabel(stop, step, False),
             incoming=[(p.source, p.label()) for p in entering],  # type: ignore[misc]
             since=self.since,
             holding=self.holding,
         )
-        schema = fold_schema(left.schema, right.schema, names)
         return _Fragment(schema, (_Pending(state, stop, step, False),))
 
     # ------------------------------------------------------------------ right operands

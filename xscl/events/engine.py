@@ -132,7 +132,7 @@ class Engine:
             self.config.sharing(),
             self.config.edge_index(),
             self.config.instance_store,
-            lambda stream: len(self.schemas[stream]),
+            self.schemas.__getitem__,
             self._removed,
         )
         self.subscriptions: dict[str, _Subscription] = {}

@@ -40,13 +40,13 @@ class Network:
         sharing: StateSharing,
         edges: EdgeIndex,
         store_for: Callable[[Parts], InstanceStore],
-        width_of: Callable[[str], int],
+        schema_of: Callable[[str], tuple[str, ...]],
         on_removed: Callable[[State], None],
     ) -> None:
         self.sharing = sharing
         self.edge_index = edges
         self.store_for = store_for
-        self.width_of = width_of
+        self.schema_of = schema_of
         self.on_removed = on_removed
         self.start_states: dict[str, State] = {}
         self._refs: dict[State | Edge, int] = {}
@@ -61,11 +61,11 @@ class Network:
         """The start state of ``stream`` (always active, holds no instance)."""
         state = self.start_states.get(stream)
         if state is None:
-            state = self.start_states[stream] = self._new_state(stream, self.width_of(stream))
+            state = self.start_states[stream] = self._new_state(stream, self.schema_of(stream))
         return state
 
-    def _new_state(self, stream: str | None, width: int, filter_: Pred = ()) -> State:
-        state = State(self._next_state, stream, width, filter_)
+    def _new_state(self, stream: str | None, names: tuple[str, ...], filter_: Pred = ()) -> State:
+        state = State(self._next_state, stream, names, filter_)
         self._next_state += 1
         if stream is not None:
             state.store = self.store_for(state.filter_parts)
@@ -75,7 +75,7 @@ class Network:
         self,
         *,
         stream: str,
-        width: int,
+        names: tuple[str, ...],
         filter_: Pred,
         rebind: EdgeLabel | None,
         incoming: Iterable[tuple[State, EdgeLabel]],
@@ -91,7 +91,7 @@ class Network:
             filter_,
             rebind,
         )
-        state = self._acquire_state(key, lambda: self._new_state(stream, width, filter_), holding)
+        state = self._acquire_state(key, lambda: self._new_state(stream, names, filter_), holding)
         for source, label in incoming:
             self._edge(source, state, label, since, holding)
         if rebind is not None:
@@ -103,14 +103,14 @@ class Network:
         *,
         incoming: Iterable[tuple[State, EdgeLabel]],
         output: Output,
-        width: int,
+        names: tuple[str, ...],
         holding: Holding,
         since: int,
     ) -> State:
         """An end state entered by ``incoming`` that produces ``output``."""
         incoming = list(incoming)
         key = ("end", frozenset((source.ident, label) for source, label in incoming))
-        state = self._acquire_state(key, lambda: self._new_state(None, width), holding)
+        state = self._acquire_state(key, lambda: self._new_state(None, names), holding)
         for source, label in incoming:
             self._edge(source, state, label, since, holding)
         state.outputs.append(output)
@@ -131,7 +131,8 @@ class Network:
         edge = self._edges.get(key)
         if edge is None:
             assert source.stream is not None
-            edge = Edge(self._next_edge, source, target, label, since, self.width_of(source.stream))
+            width = len(self.schema_of(source.stream))
+            edge = Edge(self._next_edge, source, target, label, since, width)
             self._next_edge += 1
             self._edges[key] = edge
             if source is target:
@@ -175,6 +176,10 @@ class Network:
     def states(self) -> list[State]:
         """Every state held by some subscription (start states excluded), by id."""
         return sorted((s for s in self._refs if isinstance(s, State)), key=lambda s: s.ident)
+
+    def holders(self, item: State | Edge) -> int:
+        """How many requests of subscriptions hold ``item`` (queries sharing it)."""
+        return self._refs.get(item, 0)
 
     def edge_count(self) -> int:
         """How many distinct edges the network has."""
