@@ -48,6 +48,8 @@ __all__ = [
     "instance_slot",
     "intern",
     "is_static",
+    "probe_keys",
+    "signature",
     "split",
     "substitute",
 ]
@@ -398,3 +400,19 @@ def dur_upper_bound(pred: Sequence[IR]) -> int | None:
         if isinstance(item, DurCmp) and not item.of_event and item.op in ("<", "<=", "=")
     ]
     return min(bounds) if bounds else None
+
+
+def signature(equalities: tuple[tuple[int, Any], ...]) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The positions and constants of ``event.a = constant`` conjuncts, by position.
+
+    >>> signature(((3, "x"), (1, 5)))
+    ((1, 3), (5, 'x'))
+    """
+    ordered = sorted(dict(equalities).items())
+    return tuple(p for p, _ in ordered), tuple(c for _, c in ordered)
+
+
+def probe_keys(positions: tuple[int, ...], values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The event's values at ``positions`` as a lookup key (None if one is null)."""
+    key = tuple(values[p] for p in positions)
+    return None if None in key else key
