@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xscl.events import closures
-from xscl.events.ir import IR, Parts, Pred, cached_hash, dur_upper_bound, signature, split
+from xscl.events.ir import IR, Parts, Pred, cached_hash, signature, split
 
 __all__ = ["Edge", "EdgeLabel", "Output", "State"]
 
@@ -175,10 +175,10 @@ class State:
         edges = self.edges
         if not edges:
             return None
-        own = dur_upper_bound(self.filter)
+        own = self.filter_parts.dur_bound
         bounds = []
         for edge in edges:
-            bound = dur_upper_bound(edge.label.pred)
+            bound = edge.parts.dur_bound
             if own is not None:
                 bound = own if bound is None else min(bound, own)
             if bound is None:

@@ -317,6 +317,7 @@ class Parts:
     static_rest: Pred
     dynamic_eq: tuple[tuple[int, int], ...]
     dynamic_rest: Pred
+    dur_bound: int | None = None  # dur_upper_bound of the whole predicate
 
     @property
     def static(self) -> Pred:
@@ -379,7 +380,13 @@ def _split(pred: tuple[IR, ...]) -> Parts:
                 dynamic_eq.append((event.index, other.index))
                 continue
         (static_rest if is_static(item) else dynamic_rest).append(item)
-    return Parts(tuple(static_eq), tuple(static_rest), tuple(dynamic_eq), tuple(dynamic_rest))
+    return Parts(
+        tuple(static_eq),
+        tuple(static_rest),
+        tuple(dynamic_eq),
+        tuple(dynamic_rest),
+        dur_upper_bound(pred),
+    )
 
 
 def dur_upper_bound(pred: Sequence[IR]) -> int | None:
