@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from xscl.events.automaton import State
-from xscl.events.edge_index import probe_keys, signature
+from xscl.events.ir import probe_keys
 
 __all__ = ["ActiveStates", "IndexedActiveStates", "ScannedActiveStates"]
 
@@ -85,7 +85,7 @@ class IndexedActiveStates:
         if state in self._where:
             return
         assert state.stream is not None
-        positions, constants = signature(state.filter_parts.static_eq)
+        positions, constants = state.filter_signature
         groups = self._streams.setdefault(state.stream, {})
         groups.setdefault(positions, {}).setdefault(constants, {})[state] = None
         self._where[state] = (positions, constants)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xscl.events import closures
-from xscl.events.ir import IR, Parts, Pred, cached_hash, dur_upper_bound, split
+from xscl.events.ir import IR, Parts, Pred, cached_hash, signature, split
 
 __all__ = ["Edge", "EdgeLabel", "Output", "State"]
 
@@ -135,6 +135,8 @@ class State:
         self.filter_parts: Parts = split(self.filter)
         self._filter_static: Any = _UNSET
         self._filter_rest_static: Any = _UNSET
+        self._lifetime: Any = _UNSET
+        self.filter_signature = signature(self.filter_parts.static_eq)
 
     @property
     def filter_static(self) -> closures.Closure | None:
@@ -159,14 +161,24 @@ class State:
         """Microseconds after its start beyond which no instance here can traverse an edge.
 
         None when some edge has no bound (thesis 4.4.5: such instances are kept).
+        Cached; ``edges_changed`` forgets it.
         """
+        if self._lifetime is _UNSET:
+            self._lifetime = self._compute_lifetime()
+        return self._lifetime  # type: ignore[no-any-return]
+
+    def edges_changed(self) -> None:
+        """An edge was added to or removed from this state."""
+        self._lifetime = _UNSET
+
+    def _compute_lifetime(self) -> int | None:
         edges = self.edges
         if not edges:
             return None
-        own = dur_upper_bound(self.filter)
+        own = self.filter_parts.dur_bound
         bounds = []
         for edge in edges:
-            bound = dur_upper_bound(edge.label.pred)
+            bound = edge.parts.dur_bound
             if own is not None:
                 bound = own if bound is None else min(bound, own)
             if bound is None:

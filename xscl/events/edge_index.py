@@ -24,9 +24,9 @@ from typing import Any, Protocol
 from xscl.events import closures
 from xscl.events.automaton import Edge, State
 from xscl.events.closures import Closure
-from xscl.events.ir import Pred
+from xscl.events.ir import Pred, probe_keys, signature
 
-__all__ = ["EdgeIndex", "IndexedEdges", "ScannedEdges", "probe_keys", "signature"]
+__all__ = ["EdgeIndex", "IndexedEdges", "ScannedEdges"]
 
 Candidates = Sequence[tuple[Edge, Closure | None]]
 
@@ -96,22 +96,6 @@ class _Residuals:
             del self.ids[pred]
         else:
             self.tests[rid] = (test, users - 1, pred)
-
-
-def signature(equalities: tuple[tuple[int, Any], ...]) -> tuple[tuple[int, ...], tuple[Any, ...]]:
-    """The positions and constants of ``event.a = constant`` conjuncts, by position.
-
-    >>> signature(((3, "x"), (1, 5)))
-    ((1, 3), (5, 'x'))
-    """
-    ordered = sorted(dict(equalities).items())
-    return tuple(p for p, _ in ordered), tuple(c for _, c in ordered)
-
-
-def probe_keys(positions: tuple[int, ...], values: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The event's values at ``positions`` as a lookup key (None if one is null)."""
-    key = tuple(values[p] for p in positions)
-    return None if None in key else key
 
 
 #: One state's edges: signature -> constants -> edge -> residual id.

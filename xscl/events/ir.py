@@ -48,6 +48,8 @@ __all__ = [
     "instance_slot",
     "intern",
     "is_static",
+    "probe_keys",
+    "signature",
     "split",
     "substitute",
 ]
@@ -315,6 +317,7 @@ class Parts:
     static_rest: Pred
     dynamic_eq: tuple[tuple[int, int], ...]
     dynamic_rest: Pred
+    dur_bound: int | None = None  # dur_upper_bound of the whole predicate
 
     @property
     def static(self) -> Pred:
@@ -377,7 +380,13 @@ def _split(pred: tuple[IR, ...]) -> Parts:
                 dynamic_eq.append((event.index, other.index))
                 continue
         (static_rest if is_static(item) else dynamic_rest).append(item)
-    return Parts(tuple(static_eq), tuple(static_rest), tuple(dynamic_eq), tuple(dynamic_rest))
+    return Parts(
+        tuple(static_eq),
+        tuple(static_rest),
+        tuple(dynamic_eq),
+        tuple(dynamic_rest),
+        dur_upper_bound(pred),
+    )
 
 
 def dur_upper_bound(pred: Sequence[IR]) -> int | None:
@@ -398,3 +407,19 @@ def dur_upper_bound(pred: Sequence[IR]) -> int | None:
         if isinstance(item, DurCmp) and not item.of_event and item.op in ("<", "<=", "=")
     ]
     return min(bounds) if bounds else None
+
+
+def signature(equalities: tuple[tuple[int, Any], ...]) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The positions and constants of ``event.a = constant`` conjuncts, by position.
+
+    >>> signature(((3, "x"), (1, 5)))
+    ((1, 3), (5, 'x'))
+    """
+    ordered = sorted(dict(equalities).items())
+    return tuple(p for p, _ in ordered), tuple(c for _, c in ordered)
+
+
+def probe_keys(positions: tuple[int, ...], values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The event's values at ``positions`` as a lookup key (None if one is null)."""
+    key = tuple(values[p] for p in positions)
+    return None if None in key else key

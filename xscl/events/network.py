@@ -139,6 +139,7 @@ class Network:
                 source.rebind = edge
             else:
                 source.forwards.append(edge)
+            source.edges_changed()
             self.edge_index.add(edge)
         self._refs[edge] = self._refs.get(edge, 0) + 1
         holding.edges.append(edge)
@@ -158,6 +159,7 @@ class Network:
                     edge.source.rebind = None
                 else:
                     edge.source.forwards.remove(edge)
+                edge.source.edges_changed()
         for state in holding.states:
             if self._drop(state):
                 self.sharing.forget(self._keys.pop(state), state)
