@@ -437,9 +437,8 @@ def test_the_pair_has_a_driver_budget_of_one_and_spreads_over_nodes() -> None:
     (term,) = spread["preferredDuringSchedulingIgnoredDuringExecution"]
     assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     assert selects(term["podAffinityTerm"]["labelSelector"]["matchLabels"], labels)
-    assert "affinity" not in only(render_profile("default"), "StatefulSet")["spec"]["template"][
-        "spec"
-    ]
+    one = only(render_profile("default"), "StatefulSet")
+    assert "affinity" not in one["spec"]["template"]["spec"]
 
 
 def test_the_pairs_spread_keeps_the_drivers_own_affinity() -> None:

@@ -59,8 +59,11 @@ REFUSED = [
     pytest.param({"pair": {"leaseName": "x"}}, "leaseName", id="pair lease name not a value"),
     pytest.param({"pair": {"leaseSeconds": 0}}, "leaseSeconds", id="zero lease"),
     pytest.param({"pair": {"renewSeconds": "2"}}, "renewSeconds", id="string for seconds"),
-    pytest.param({"driver": {"readinessProbe": {"periodSeconds": 0}}}, "periodSeconds",
-                 id="zero readiness period"),  # fmt: skip
+    pytest.param(
+        {"driver": {"readinessProbe": {"periodSeconds": 0}}},
+        "periodSeconds",
+        id="zero readiness period",
+    ),
 ]
 
 

@@ -91,9 +91,9 @@ def role_of(lease: Lease, board: StandbyBoard, host: str, now: float) -> Role:
     A record of a process gone from this host is no one's (a restarted container).
     """
     record = lease.read()
-    if record is not None and record.host == host and not record.released:
-        if not process_gone(record.host, record.pid):
-            return Role(PRIMARY, live=record.expires > now)
+    ours = record is not None and record.host == host and not record.released
+    if record is not None and ours and not process_gone(record.host, record.pid):
+        return Role(PRIMARY, live=record.expires > now)
     beats = [
         float(body["renewed"])
         for body in board.live(now=0.0)  # every heartbeat whose process runs, fresh or not
