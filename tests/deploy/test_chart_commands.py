@@ -24,6 +24,8 @@ import pytest
 
 from tests.deploy.chartkit import (
     CHART,
+    NAMESPACE,
+    RELEASE,
     Manifest,
     load_script,
     only,
@@ -34,7 +36,7 @@ from tests.deploy.chartkit import (
 from xscl.cli.main import build_parser as xscl_parser
 from xscl.spark_plugin.submit import build_parser as submit_parser
 
-PROFILES = ("default", "operator", "production")
+PROFILES = ("default", "operator", "production", "pair")
 
 
 def parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
@@ -110,11 +112,32 @@ def test_the_subscriptions_job_options_parse() -> None:
     assert args.queries == job_arguments(objects).queries
 
 
-def test_the_liveness_check_options_parse() -> None:
-    objects = render_profile("production")
-    command = container(only(objects, "StatefulSet", "-driver"))["livenessProbe"]["exec"]["command"]
-    args = parse(load_script("job_health.py").build_parser(), command[2:])
-    assert (args.home, args.name, args.stall_seconds) == ("/var/lib/xscl", "news-watch", 1800)
+@pytest.mark.parametrize("name", ["production", "pair"])
+def test_the_probes_options_parse_and_name_the_lease_serve_takes(name: str) -> None:
+    objects = render_profile(name)
+    driver = container(only(objects, "StatefulSet", "-driver"))
+    serve = job_arguments(objects)
+    health = load_script("job_health.py").build_parser()
+    live = parse(health, driver["livenessProbe"]["exec"]["command"][2:])
+    ready = parse(health, driver["readinessProbe"]["exec"]["command"][2:])
+    stall = profile(name).get("driver", {}).get("livenessProbe", {}).get("stallSeconds", 900)
+    assert (live.readiness, live.stall_seconds, ready.readiness) == (False, stall, True)
+    for probe in (live, ready):
+        assert (probe.home, probe.name) == (serve.home, serve.name)
+        lease = (probe.lease, probe.lease_name, probe.lease_namespace)
+        assert lease == (serve.lease, serve.lease_name, serve.lease_namespace)
+
+
+def test_the_pair_serves_on_the_releases_lease() -> None:
+    args = job_arguments(render_profile("pair"))
+    pair = profile("pair")["pair"]
+    assert (args.lease, args.lease_name, args.lease_namespace) == (
+        "kubernetes",
+        f"{RELEASE}-xscl-lease",
+        NAMESPACE,
+    )
+    assert (args.lease_seconds, args.renew_seconds) == (pair["leaseSeconds"], pair["renewSeconds"])
+    assert job_arguments(render_profile("default")).lease == "file"  # one driver: xscl's default
 
 
 @pytest.mark.parametrize("name", PROFILES)

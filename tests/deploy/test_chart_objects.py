@@ -7,12 +7,16 @@ account, the driver's address in spark-defaults.conf), and the settings every po
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
+import helm_python as helm
 import pytest
 
 from tests.deploy.chartkit import (
     NAMESPACE,
+    RELEASE,
     ROOT,
     Manifest,
     kinds,
@@ -26,7 +30,7 @@ from tests.deploy.chartkit import (
 )
 
 EXAMPLE_QUERIES = (ROOT / "examples" / "rss" / "queries.xscl").read_text(encoding="utf-8")
-PROFILES = ("default", "operator", "production")
+PROFILES = ("default", "operator", "production", "pair")
 
 
 def component(obj: Manifest) -> str | None:
@@ -61,6 +65,18 @@ def _spark_templates(objects: tuple[Manifest, ...]) -> list[dict[str, str]]:
 
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
+
+
+def driver_pod_conf(objects: tuple[Manifest, ...], ordinal: int) -> dict[str, str]:
+    """The Spark settings driver pod ``ordinal`` gets on top of spark-defaults.conf: its
+    PYSPARK_SUBMIT_ARGS, with $(POD_NAME) expanded as the kubelet does."""
+    driver = only(objects, "StatefulSet", "-driver")
+    env = {e["name"]: e for e in driver["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    pod = f"{driver['metadata']['name']}-{ordinal}"
+    words = shlex.split(env["PYSPARK_SUBMIT_ARGS"]["value"].replace("$(POD_NAME)", pod))
+    assert words[-1] == "pyspark-shell" and words[:-1:2] == ["--conf"] * (len(words) // 2)
+    return dict(word.split("=", 1) for word in words[1:-1:2])
 
 
 # ---- the two ways the job runs -----------------------------------------------------------
@@ -227,16 +243,25 @@ def test_every_volume_refers_to_an_object_that_exists(name: str) -> None:
                     assert mount["name"] in volumes, f"{what}: {mount['name']}"
 
 
-def test_spark_defaults_point_at_the_rendered_objects() -> None:
-    objects = render_profile("default")
+@pytest.mark.parametrize("name", ["default", "pair"])
+def test_spark_defaults_point_at_the_rendered_objects(name: str) -> None:
+    objects = render_profile(name)
     conf = spark_defaults(objects)
     service = only(objects, "Service", "-driver")
     driver = only(objects, "StatefulSet", "-driver")
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
-    assert conf["spark.driver.host"] == f"{service['metadata']['name']}.{NAMESPACE}.svc"
     assert driver["spec"]["serviceName"] == service["metadata"]["name"]
-    assert conf["spark.kubernetes.driver.pod.name"] == driver["metadata"]["name"] + "-0"
+    # each driver pod's own address, pod and executor names: not shared by the replicas
+    for key in ("spark.driver.host", "spark.kubernetes.driver.pod.name"):
+        assert key not in conf
+    for ordinal in range(driver["spec"]["replicas"]):
+        pod = f"{driver['metadata']['name']}-{ordinal}"
+        assert driver_pod_conf(objects, ordinal) == {
+            "spark.driver.host": f"{pod}.{service['metadata']['name']}.{NAMESPACE}.svc",
+            "spark.kubernetes.driver.pod.name": pod,
+            "spark.kubernetes.executor.podNamePrefix": pod,
+        }
     assert conf["spark.kubernetes.namespace"] == NAMESPACE
     ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
     assert int(conf["spark.driver.port"]) == ports["driver-rpc"]
@@ -307,12 +332,19 @@ def test_every_chart_container_has_requests_and_a_memory_limit(name: str) -> Non
             assert resources["limits"]["memory"], container["name"]
 
 
-def test_the_driver_probes_mean_something() -> None:
-    driver = only(render_profile("default"), "StatefulSet", "-driver")
+@pytest.mark.parametrize("name", ["default", "pair"])
+def test_the_driver_probes_ask_the_pair(name: str) -> None:
+    """Readiness: the lease's holder or a following standby; liveness: the primary's
+    progress, a standby's heartbeat (files/job_health.py; tests/deploy/test_job_health.py)."""
+    driver = only(render_profile(name), "StatefulSet", "-driver")
     container = driver["spec"]["template"]["spec"]["containers"][0]
-    assert container["readinessProbe"]["tcpSocket"]["port"] == "driver-rpc"
-    command = container["livenessProbe"]["exec"]["command"]
-    assert command[:2] == ["python", "/etc/xscl/scripts/job_health.py"]
+    ready = container["readinessProbe"]["exec"]["command"]
+    live = container["livenessProbe"]["exec"]["command"]
+    assert ready[:3] == ["python", "/etc/xscl/scripts/job_health.py", "--readiness"]
+    assert live[:2] == ["python", "/etc/xscl/scripts/job_health.py"]
+    assert "--readiness" not in live and "--stall-seconds" in live
+    # an exec of Python that may call the API server: more than the 1 s default
+    assert container["readinessProbe"]["timeoutSeconds"] >= 10
 
 
 def test_the_optional_parts_are_off_by_default_and_on_in_production() -> None:
@@ -333,9 +365,114 @@ def test_the_home_claim_is_kept_on_uninstall_and_read_write_many() -> None:
 
 
 def test_names_leave_room_for_sparks_executor_pod_names() -> None:
-    """Spark names executors PREFIX-exec-N, and a pod name has at most 63 characters."""
+    """Spark names executors PREFIX-exec-N (PREFIX: the driver pod's name), and a pod name
+    has at most 63 characters: room for 99999 executors."""
     long = "a-release-name-that-is-much-longer-than-anyone-would-use"
-    with_long = render({"fullnameOverride": long})
-    prefix = spark_defaults(with_long)["spark.kubernetes.executor.podNamePrefix"]
-    assert len(prefix) <= 40 and not prefix.endswith("-")
+    with_long = tuple(render({"fullnameOverride": long, "pair": {"enabled": True}}))
+    for ordinal in (0, 1):
+        prefix = driver_pod_conf(with_long, ordinal)["spark.kubernetes.executor.podNamePrefix"]
+        assert len(f"{prefix}-exec-99999") <= 63 and re.fullmatch(r"[a-z0-9-]+[a-z0-9]", prefix)
     assert all(len(o["metadata"]["name"]) <= 63 for o in with_long)
+
+
+# ---- the process pair (pair.enabled) ----------------------------------------------------
+
+
+def test_the_pair_runs_two_drivers_on_one_home() -> None:
+    objects = render_profile("pair")
+    driver = only(objects, "StatefulSet", "-driver")
+    assert driver["spec"]["replicas"] == 2
+    assert "volumeClaimTemplates" not in driver["spec"]  # one claim for both, not one each
+    claim = only(objects, "PersistentVolumeClaim")
+    volumes = driver["spec"]["template"]["spec"]["volumes"]
+    home = next(v for v in volumes if v["name"] == "home")
+    assert home["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    container = driver["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    lease = f"{RELEASE}-xscl-lease"
+    assert args[args.index("--lease") : args.index("--lease") + 6] == [
+        "--lease", "kubernetes", "--lease-name", lease, "--lease-namespace", NAMESPACE,
+    ]  # fmt: skip
+
+
+def lease_rules(objects: tuple[Manifest, ...] | list[Manifest]) -> list[dict[str, Any]]:
+    role = only(objects, "Role")
+    return [r for r in role["rules"] if r["apiGroups"] == ["coordination.k8s.io"]]
+
+
+#: The Lease calls of xscl/spark_plugin/pair/k8s_lease.py (CoordinationV1Api) and their verbs.
+LEASE_CALL_VERBS = {"read": "get", "create": "create", "replace": "update", "patch": "patch",
+                    "delete": "delete", "list": "list"}  # fmt: skip
+
+
+def test_the_lease_rules_grant_exactly_the_calls_of_the_lease_backend() -> None:
+    source = (ROOT / "xscl" / "spark_plugin" / "pair" / "k8s_lease.py").read_text()
+    calls = set(re.findall(r"\.api\.(\w+)_namespaced_lease\(", source))
+    assert calls and calls <= set(LEASE_CALL_VERBS)
+    used = {LEASE_CALL_VERBS[call] for call in calls}
+    rules = lease_rules(render_profile("pair"))
+    assert all(r["resources"] == ["leases"] for r in rules)
+    granted = [v for r in rules for v in r["verbs"]]
+    assert sorted(granted) == sorted(used) == ["create", "get", "update"]
+    lease = f"{RELEASE}-xscl-lease"
+    for rule in rules:  # create cannot be restricted by name: the name is in the body
+        assert rule.get("resourceNames") == (None if rule["verbs"] == ["create"] else [lease])
+
+
+@pytest.mark.parametrize("name", ["default", "operator", "production"])
+def test_without_the_pair_no_lease_rule(name: str) -> None:
+    assert lease_rules(render_profile(name)) == []
+
+
+def test_the_pair_has_a_driver_budget_of_one_and_spreads_over_nodes() -> None:
+    objects = render_profile("pair")
+    driver = only(objects, "StatefulSet", "-driver")
+    labels = driver["spec"]["template"]["metadata"]["labels"]
+    budget = only(objects, "PodDisruptionBudget", "-driver")
+    assert budget["spec"]["minAvailable"] == 1
+    assert selects(budget["spec"]["selector"]["matchLabels"], labels)
+    spread = driver["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in spread  # one node still runs
+    (term,) = spread["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert selects(term["podAffinityTerm"]["labelSelector"]["matchLabels"], labels)
+    one = only(render_profile("default"), "StatefulSet")
+    assert "affinity" not in one["spec"]["template"]["spec"]
+
+
+def test_the_pairs_spread_keeps_the_drivers_own_affinity() -> None:
+    nodes = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "workload", "operator": "In", "values": ["spark"]}]}]}  # fmt: skip
+    values = {"pair": {"enabled": True}, "driver": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": nodes}}}}  # fmt: skip
+    affinity = only(render(values), "StatefulSet")["spec"]["template"]["spec"]["affinity"]
+    assert affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == nodes
+    assert "podAntiAffinity" in affinity
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param(
+            {"pair": {"enabled": True}, "job": {"mode": "operator"}},
+            "pair.enabled needs job.mode=spark",
+            id="pair in mode operator",
+        ),
+        pytest.param(
+            {"pair": {"enabled": True, "leaseSeconds": 2, "renewSeconds": 2}},
+            "must be less than pair.leaseSeconds",
+            id="renewal no shorter than the lease",
+        ),
+    ],
+)
+def test_the_chart_refuses(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(helm.HelmError, match=re.escape(message)):
+        render(values)
+
+
+def test_notes_tell_how_to_find_the_primary() -> None:
+    notes = render_files(profile("pair"))["xscl/templates/NOTES.txt"]
+    assert f"xscl status --home /var/lib/xscl --name xscl --lease kubernetes --lease-name " \
+        f"{RELEASE}-xscl-lease --lease-namespace {NAMESPACE}" in notes  # fmt: skip
+    assert "xscl status" not in render_files(profile("default"))["xscl/templates/NOTES.txt"]

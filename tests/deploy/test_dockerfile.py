@@ -29,6 +29,9 @@ ENTRYPOINT = DOCKERFILE.parent / "entrypoint.sh"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: Debian releases whose archive has openjdk-17-jre-headless (trixie moved on to 21)
 JAVA17_RELEASES = {"bullseye", "bookworm"}
+#: The extras the image installs: k8s, the client of `xscl serve --lease kubernetes`
+#: (the chart's process pair)
+IMAGE_EXTRAS = "k8s"
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -102,7 +105,7 @@ def test_the_wheel_and_its_dependencies_are_built_from_the_project() -> None:
     build = run_commands("build")
     assert build[0][:3] == ["python", "-m", "pip"] and build[0][3] == "wheel"
     assert "--no-deps" in build[0] and build[0][-1] == "."
-    assert build[1][3] == "wheel" and build[1][-1] == "/dist/xscl-*.whl"
+    assert build[1][3] == "wheel" and build[1][-1] == f"$(ls /dist/xscl-*.whl)[{IMAGE_EXTRAS}]"
     assert "--no-deps" not in build[1]
 
 
@@ -120,18 +123,22 @@ def test_the_runtime_installs_only_that_wheel_its_dependencies_java_and_tini() -
     pip = pips[0]
     assert "--no-index" in pip and pip[pip.index("--find-links") + 1] == "/wheels"
     requirements = [w for w in pip[2:] if not w.startswith("-") and w != "/wheels"]
-    assert requirements == [PYPROJECT["project"]["name"]]  # no extras, nothing else
+    assert requirements == [f"{PYPROJECT['project']['name']}[{IMAGE_EXTRAS}]"]  # nothing else
+    assert set(IMAGE_EXTRAS.split(",")) <= set(PYPROJECT["project"]["optional-dependencies"])
 
 
 def test_the_tests_run_on_the_same_dependency_set() -> None:
-    """The installed xscl (what the tests import) requires what pyproject.toml lists."""
-    installed = {
-        str(Requirement(r))
-        for r in importlib.metadata.requires("xscl") or []
-        if "extra ==" not in r
-    }
+    """The installed xscl (what the tests import) requires what pyproject.toml lists, and
+    the image's extras are installed here too."""
+    extras = IMAGE_EXTRAS.split(",")
+    requires = [Requirement(r) for r in importlib.metadata.requires("xscl") or []]
+    installed = {str(r) for r in requires if "extra ==" not in str(r.marker or "")}
     declared = {str(Requirement(r)) for r in PYPROJECT["project"]["dependencies"]}
     assert installed == declared
+    for extra in extras:
+        wanted = {Requirement(r).name for r in PYPROJECT["project"]["optional-dependencies"][extra]}
+        for name in wanted:
+            assert importlib.metadata.version(name)  # PackageNotFoundError when missing
 
 
 def test_a_non_root_user_that_the_chart_runs_as() -> None:

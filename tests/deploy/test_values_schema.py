@@ -53,6 +53,17 @@ REFUSED = [
     pytest.param({"image": {"pullPolicy": "Sometimes"}}, "pullPolicy", id="bad pull policy"),
     pytest.param({"poller": {"form": "pretty"}}, "form", id="bad item form"),
     pytest.param({"driver": {"resources": {"request": {}}}}, "request", id="bad resources key"),
+    pytest.param({"pair": {"enabled": "true"}}, "enabled", id="pair switch not a boolean"),
+    pytest.param({"pair": True}, "pair", id="pair not an object"),
+    pytest.param({"pair": {"replicas": 3}}, "replicas", id="unknown pair key"),
+    pytest.param({"pair": {"leaseName": "x"}}, "leaseName", id="pair lease name not a value"),
+    pytest.param({"pair": {"leaseSeconds": 0}}, "leaseSeconds", id="zero lease"),
+    pytest.param({"pair": {"renewSeconds": "2"}}, "renewSeconds", id="string for seconds"),
+    pytest.param(
+        {"driver": {"readinessProbe": {"periodSeconds": 0}}},
+        "periodSeconds",
+        id="zero readiness period",
+    ),
 ]
 
 

@@ -63,6 +63,61 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{ include "xscl.fullname" . }}-driver
 {{- end }}
 
+{{/* The process pair's coordination.k8s.io Lease (pair.enabled): one per release. */}}
+{{- define "xscl.leaseName" -}}
+{{ include "xscl.fullname" . }}-lease
+{{- end }}
+
+{{/*
+Where the job's lease is kept, as options of `xscl serve` and of files/job_health.py (both
+take job_args.add_lease_arguments): a pair's Lease object, else xscl's default (the file
+lease on the home, for one driver).
+*/}}
+{{- define "xscl.leaseArgs" -}}
+{{- if .Values.pair.enabled -}}
+- --lease
+- kubernetes
+- --lease-name
+- {{ include "xscl.leaseName" . | quote }}
+- --lease-namespace
+- {{ .Release.Namespace | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The options both driver probes give files/job_health.py: the job, and its lease. */}}
+{{- define "xscl.healthArgs" -}}
+- --home
+- {{ .Values.home.mountPath | quote }}
+- --name
+- {{ .Values.job.name | quote }}
+{{- with include "xscl.leaseArgs" . }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/* The two drivers of a pair on different nodes when the scheduler can (pair.enabled). */}}
+{{- define "xscl.pairAntiAffinity" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "xscl.componentSelector" (list . "driver") | nindent 12 }}
+{{- end }}
+
+{{/*
+The Spark settings of one driver pod (mode spark), as spark-submit options: its address
+(its own DNS name under the headless Service), its pod (the owner of its executors) and its
+executors' name prefix (two drivers of a pair must not both name theirs PREFIX-exec-1).
+$(POD_NAME) is expanded by the kubelet.
+*/}}
+{{- define "xscl.driverPodSubmitArgs" -}}
+{{- $host := printf "$(POD_NAME).%s.%s.svc" (include "xscl.driverService" .) .Release.Namespace -}}
+--conf spark.driver.host={{ $host }} --conf spark.kubernetes.driver.pod.name=$(POD_NAME) --conf spark.kubernetes.executor.podNamePrefix=$(POD_NAME) pyspark-shell
+{{- end }}
+
 {{- define "xscl.metricsService" -}}
 {{ include "xscl.fullname" . }}-metrics
 {{- end }}
@@ -124,6 +179,13 @@ one per line of a YAML list. Unset values leave xscl's own defaults.
 - {{ $job.hotThreshold | int64 | toString | quote }}
 {{- if $job.quiet }}
 - --quiet
+{{- end }}
+{{- if .Values.pair.enabled }}
+{{ include "xscl.leaseArgs" . }}
+- --lease-seconds
+- {{ .Values.pair.leaseSeconds | toString | quote }}
+- --renew-seconds
+- {{ .Values.pair.renewSeconds | toString | quote }}
 {{- end }}
 {{- end }}
 
