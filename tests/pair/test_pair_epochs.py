@@ -16,7 +16,7 @@ import pytest
 
 from xscl.errors import LeaseLostError, LegacyHomeError
 from xscl.spark_plugin.job.sink import JobOutputWriter, fence_of
-from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
+from xscl.spark_plugin.pair.epochs import EpochFolders, newest_epoch, start_epoch
 from xscl.spark_plugin.pair.file_lease import FileLease
 from xscl.spark_plugin.pair.lease import Identity
 from xscl.spark_plugin.results_sink import (
@@ -115,6 +115,22 @@ def test_a_home_from_before_epochs_is_refused_with_its_code(tmp_path: Path) -> N
     with pytest.raises(LegacyHomeError, match="without process pairs") as refused:
         start_epoch(EpochFolders(tmp_path, "job", 1))
     assert refused.value.code == "XSCL-S022"
+
+
+def test_a_new_lease_store_continues_above_the_epochs_the_home_already_has(
+    tmp_path: Path,
+) -> None:
+    """One driver ran epochs 1 and 2 under its file lease; the job then moves to a
+    pair with a fresh lease store (as a Kubernetes Lease starts): its first epoch is
+    3, not a second epoch 1 hidden behind the newer ones."""
+    first = _first_epoch(tmp_path)
+    start_epoch(first.at(2))
+    assert newest_epoch(tmp_path, "job") == 2
+    fresh = FileLease(tmp_path / "another-store")
+    taken = fresh.acquire(None, newest_epoch(tmp_path, "job"))
+    assert taken is not None and taken.epoch == 3
+    assert start_epoch(first.at(taken.epoch)) == 4  # continues after epoch 1's last batch
+    assert newest_epoch(tmp_path, "other-job") == 0
 
 
 def test_the_sink_refuses_to_commit_once_a_newer_epoch_holds_the_lease(tmp_path: Path) -> None:

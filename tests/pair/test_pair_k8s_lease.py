@@ -130,3 +130,11 @@ def test_a_released_lease_lapses_at_once_and_keeps_its_epoch() -> None:
     assert LeaseWatch(Clock()).lapsed(record)
     taken = standby.acquire(record)
     assert taken is not None and taken.epoch == 2
+
+
+def test_a_fresh_lease_starts_above_the_epochs_the_home_already_opened() -> None:
+    """A job that ran under a file lease up to epoch 5 moves to a Kubernetes Lease."""
+    api = FakeCoordinationApi()
+    taken = _lease(api, "a").acquire(None, floor=5)
+    assert taken is not None and taken.epoch == 6
+    assert api.stored[("ns", "xscl-job")]["spec"]["leaseTransitions"] == 6

@@ -191,6 +191,7 @@ def _start(
     (``pair.epochs``) and runs the job there until it ends, or until another instance
     takes the lease over (exit ``EXIT_FENCED``).
     """
+    from xscl.spark_plugin.pair.epochs import newest_epoch
     from xscl.spark_plugin.pair.lease import job_lease, pair_folder
     from xscl.spark_plugin.pair.member import PairMember, Renewer, StandbyBoard
 
@@ -199,7 +200,9 @@ def _start(
         args.lease_namespace,
     )  # fmt: skip
     board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
-    member = PairMember(lease, board, args.renew_seconds)
+    member = PairMember(
+        lease, board, args.renew_seconds, floor=lambda: newest_epoch(home.root, args.name)
+    )
     record = member.try_take()
     spark = None
     if record is None:  # a standby: Spark is started and kept warm while it waits

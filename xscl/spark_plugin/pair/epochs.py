@@ -189,6 +189,13 @@ def _link_all(source: Path, target: Path) -> None:
                 _link(Path(entry.path), target / entry.name)
 
 
+def newest_epoch(root: Path, name: str) -> int:
+    """The newest epoch opened for job ``name`` under home ``root`` (0: none yet): the
+    floor of the next epoch, whatever lease store took the earlier ones."""
+    opened = epoch_chain(EpochFolders(root, name, 0).results_root)
+    return max((epoch for epoch, _after in opened), default=0)
+
+
 def previous_epoch(folders: EpochFolders) -> int | None:
     """The newest epoch opened before ``folders.epoch`` (None: this is the job's first).
 

@@ -103,12 +103,12 @@ class FileLease:
         return self._claim(epoch).exists() and not self._claim(epoch + 1).exists()
 
     # ----------------------------------------------------------------- writing
-    def acquire(self, observed: LeaseRecord | None) -> LeaseRecord | None:
+    def acquire(self, observed: LeaseRecord | None, floor: int = 0) -> LeaseRecord | None:
         self._remove_stale_temporaries()
         current = self.read()
         if current != observed:
             return None  # renewed or taken over since the caller decided
-        epoch = (0 if current is None else current.epoch) + 1
+        epoch = max(0 if current is None else current.epoch, floor) + 1
         record = self.identity.record(epoch, self.duration)
         claims = self.folder / CLAIMS
         try:

@@ -109,8 +109,8 @@ class KubernetesLease:
         return record is not None and record.epoch == epoch and not record.released
 
     # ----------------------------------------------------------------- writing
-    def acquire(self, observed: LeaseRecord | None) -> LeaseRecord | None:
-        epoch = (0 if observed is None else observed.epoch) + 1
+    def acquire(self, observed: LeaseRecord | None, floor: int = 0) -> LeaseRecord | None:
+        epoch = max(0 if observed is None else observed.epoch, floor) + 1
         body = self._body(epoch, observed.token if observed is not None else None)
         try:
             if observed is None:

@@ -110,9 +110,13 @@ class Lease(Protocol):
     def read(self) -> LeaseRecord | None:
         """The lease as stored now; None before any instance took it."""
 
-    def acquire(self, observed: LeaseRecord | None) -> LeaseRecord | None:
+    def acquire(self, observed: LeaseRecord | None, floor: int = 0) -> LeaseRecord | None:
         """Take the lease at the next epoch if it is still ``observed``; None if another
-        instance changed it first (it renewed, or took it over)."""
+        instance changed it first (it renewed, or took it over).
+
+        The next epoch is above both the observed one and ``floor``, the newest epoch
+        already opened on the home: a job that ran under another lease store (one
+        driver's file lease, then a pair's Kubernetes Lease) never reopens an epoch."""
 
     def renew(self, epoch: int) -> LeaseRecord:
         """Renew the lease held at ``epoch``; raises ``LeaseLostError`` if a newer epoch

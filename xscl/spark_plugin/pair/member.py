@@ -83,11 +83,14 @@ class PairMember:
         board: StandbyBoard,
         renew_seconds: float,
         say: Callable[[str], None] | None = None,
+        floor: Callable[[], int] | None = None,
     ) -> None:
         self.lease = lease
         self.board = board
         self.renew_seconds = renew_seconds
         self.say = say or _stderr
+        #: the newest epoch opened on the home, read before each claim (``Lease.acquire``)
+        self.floor = floor or (lambda: 0)
         self._watch = LeaseWatch()
         #: the lease record ``try_take`` last read
         self.seen: LeaseRecord | None = None
@@ -97,7 +100,7 @@ class PairMember:
         record = self.lease.read()
         self.seen = record
         if self._watch.lapsed(record):
-            return self.lease.acquire(record)
+            return self.lease.acquire(record, self.floor())
         return None
 
     def stand_by(
