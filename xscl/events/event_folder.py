@@ -84,9 +84,7 @@ def add_events(folder: str | Path, source: str | Path) -> AddedEvents:
 def _numbered(folder: Path) -> list[tuple[int, Path]]:
     if not folder.is_dir():
         return []
-    return sorted(
-        (int(p.stem), p) for p in folder.glob("*.jsonl") if p.stem.isdigit()
-    )
+    return sorted((int(p.stem), p) for p in folder.glob("*.jsonl") if p.stem.isdigit())
 
 
 def ready_files(folder: str | Path, after: int) -> list[tuple[int, int | None]]:
