@@ -33,7 +33,7 @@ f0: FROM FILTER{b = 2}(T)
 def _generated_events(seed: int) -> list[Event]:
     rng = random.Random(seed)
     events = []
-    for i in range(60):
+    for _ in range(60):
         stream = rng.choice(["S", "T"])
         attrs = {"a": rng.choice(["x", "y", "z", 1]), "b": rng.randint(0, 3), "c": None}
         if stream == "S":

@@ -63,7 +63,7 @@ def _selected(xml: str) -> dict[str, str]:
     except (etree.XMLSyntaxError, ValueError):
         return {}
     return {
-        str(child.get("name")): "".join(child.itertext())
+        str(child.get("name")): "".join(str(t) for t in child.itertext())
         for child in root
         if child.tag == "var" and child.get("name")
     }

@@ -15,7 +15,7 @@ from xscl.events.partitioning import KeyClass, partition_classes
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import Program, validate
 
-__all__ = ["CelJobQueries", "load_cel", "job_queries"]
+__all__ = ["CelJobQueries", "job_queries", "load_cel"]
 
 
 @dataclass(frozen=True)

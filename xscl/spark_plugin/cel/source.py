@@ -36,8 +36,8 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import format_ts
-from xscl.events.event_folder import events_file, ready_files
 from xscl.events.envelope import Event, read_events
+from xscl.events.event_folder import events_file, ready_files
 from xscl.events.from_xscl import published_streams, result_event
 from xscl.events.partitioning import route
 from xscl.spark_plugin.cel.program import job_queries
@@ -102,7 +102,7 @@ class CelEventsDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT_NAME
 
-    def schema(self) -> str:  # type: ignore[override]
+    def schema(self) -> str:
         return ROW_DDL
 
     def streamReader(self, schema: StructType) -> CelEventsReader:
@@ -143,9 +143,12 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     latest = end if latest is None else max(latest, int(end))
         seq = int(start["events"])
         if self.options.events is not None:
-            for seq, end in ready_files(self.options.events, seq):  # noqa: B007
+            ready = ready_files(self.options.events, seq)
+            for _seq, end in ready:
                 if end is not None:
                     latest = end if latest is None else max(latest, end)
+            if ready:
+                seq = ready[-1][0]
         return {"xscl": position, "events": seq, "latest": latest}
 
     def prepareForTriggerAvailableNow(self) -> None:
