@@ -91,6 +91,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the latest end seen are dead-lettered as late (default: the whole file counts)",
     )
     batch.set_defaults(func=run_events)
+    publish = commands.add_parser(
+        "publish",
+        help="add a JSONL file of events to a running job's CEL input",
+        description=(
+            "Add FILE (JSON Lines envelopes {stream, start, end, attrs}) as the next file of "
+            "HOME/cel-events/NAME, which `xscl serve --cel-queries` reads in order. The file "
+            "is copied durably and counts only once complete; bad lines become the job's "
+            "dead letters."
+        ),
+        epilog="example: xscl cel publish examples/cel/stocks.jsonl --home xscl-data",
+    )
+    publish.add_argument("file", help="the .jsonl events file")
+    publish.add_argument("--home", required=True, help="the job's home directory")
+    publish.add_argument("--name", default="xscl", help="the job's name (default %(default)s)")
+    publish.set_defaults(func=run_publish)
 
 
 def _load(path: str) -> tuple[Program, list[XsclError]]:
@@ -128,6 +143,24 @@ def run_explain(args: argparse.Namespace) -> int:
     for line in explain(engine):
         print(line)
     return 0 if not errors else 2
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    from xscl.events.event_folder import add_events
+
+    folder = Path(args.home) / "cel-events" / args.name
+    try:
+        added = add_events(folder, args.file)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        print(f"xscl cel publish: cannot add {args.file}: {reason}", file=sys.stderr)
+        return 1
+    print(
+        f"xscl cel publish: {added.events} events ({added.bad} bad lines) -> "
+        f"{folder} #{added.seq}",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def run_events(args: argparse.Namespace) -> int:
