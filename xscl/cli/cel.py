@@ -156,8 +156,7 @@ def run_publish(args: argparse.Namespace) -> int:
         print(f"xscl cel publish: cannot add {args.file}: {reason}", file=sys.stderr)
         return 1
     print(
-        f"xscl cel publish: {added.events} events ({added.bad} bad lines) -> "
-        f"{folder} #{added.seq}",
+        f"xscl cel publish: {added.events} events ({added.bad} bad lines) -> {folder} #{added.seq}",
         file=sys.stderr,
     )
     return 0
