@@ -20,6 +20,7 @@ from typing import Any
 
 from xscl.spark_plugin.cel.groups import STATE_DDL, CelGroups
 from xscl.spark_plugin.job.groups import OUTPUT_DDL
+from xscl.spark_plugin.job.plan import triggered
 
 #: Buckets per keyed class by default (each group costs a Python call per batch).
 DEFAULT_BUCKETS = 4
@@ -88,8 +89,4 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)
     )
-    if plan.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{plan.trigger_seconds} seconds")
-    return writer.start()
+    return triggered(writer, plan.once, plan.trigger_seconds).start()
