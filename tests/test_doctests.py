@@ -38,6 +38,7 @@ MUST_HAVE_EXAMPLES = [
         for step in ("join_graph", "graph_minor", "canonical", "assign", "plan", "shapes")
     ),
     "xscl.errors",
+    "xscl.events.partitioning",
     "xscl.spark_plugin.feed_entry",
     "xscl.spark_plugin.job.shape",
 ]

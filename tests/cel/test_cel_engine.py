@@ -286,3 +286,17 @@ def test_two_constants_for_one_attribute_are_both_tested() -> None:
         got = engine.run(events)
         assert got == evaluate(program, events)
         assert sorted(r.query for r in got) == ["twice", "twice"]
+
+
+def test_true_and_one_are_different_constants() -> None:
+    """``TRUE`` and ``1`` compare equal in Python; compiled once, ``$.n + 1`` was null."""
+    program, errors = validate(
+        parse_file(
+            "DECLARE STREAM S(a); FROM (SELECT a, 0 AS n FROM S) FOLD{TRUE, TRUE, $.n + 1 AS n} S"
+        )
+    )
+    assert not errors
+    engine = Engine()
+    engine.subscribe(program)
+    (result,) = engine.run([Event("S", 0, 0, {"a": 1}), Event("S", 1, 1, {"a": 1})])
+    assert dict(result.attrs)["n"] == 1

@@ -327,7 +327,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
     started: list[Path] = []
 
-    def start(args: Any, home: Any, log: Any, spool: Path, lateness: Any) -> Any:
+    def start(args: Any, home: Any, log: Any, spool: Path, lateness: Any, cel: Any = None) -> Any:
         started.append(spool)
         return submit.JobReport(0)
 
@@ -482,3 +482,17 @@ def test_every_option_in_help_says_what_it_does(
     assert done.value.code == 0
     shown = capsys.readouterr().out
     assert all(action.option_strings[-1] in shown for action in actions)
+
+
+def test_serve_reports_bad_cel_queries_before_spark(
+    tmp_path: Path, no_spark: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CEL file with errors: every error with its code, exit 2, Spark never started."""
+    bad = tmp_path / "bad.cel"
+    bad.write_text("x: FROM same_author_pairs NEXT{$2.nope = $1.a} same_author_pairs")
+    queries = Path(__file__).resolve().parents[2] / "examples" / "cel" / "crosspost.xscl"
+    home = tmp_path / "home"
+    code = _serve(home, "--queries", str(queries), "--cel-queries", str(bad))
+    err = capsys.readouterr().err
+    assert code == 2 and not no_spark
+    assert "CEL-V001" in err and "Traceback" not in err

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from xscl.cli.common import os_error_reason, parse_duration, print_errors, unwritable_file
-from xscl.errors import XsclError
+from xscl.errors import SparkBatchError, XsclError
 from xscl.events.batch import run_batch
 from xscl.events.engine import Engine, EngineConfig
 from xscl.events.explain import explain
@@ -74,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=(
             "engines: reference = the brute-force oracle (each query alone, straight from "
             "docs/cel.md); local = the in-process engine (merged Cayuga automata with the "
-            "AN, AI and FR indices).\n"
+            "AN, AI and FR indices); spark = the CEL streaming query of `xscl serve "
+            "--cel-queries` run once (partitioned groups on the executors).\n"
             "example: xscl cel run --queries examples/cel/stocks.cel "
             "--input examples/cel/stocks.jsonl --output /tmp/cel-results.jsonl"
         ),
@@ -82,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     batch.add_argument("--queries", required=True, metavar="FILE.cel")
     batch.add_argument("--input", required=True, metavar="EVENTS.jsonl")
     batch.add_argument("--output", required=True, metavar="RESULTS.jsonl")
-    batch.add_argument("--engine", choices=["local", "reference"], default="local")
+    batch.add_argument("--engine", choices=["local", "reference", "spark"], default="local")
     batch.add_argument(
         "--reorder-slack",
         metavar="DURATION",
@@ -90,6 +91,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the latest end seen are dead-lettered as late (default: the whole file counts)",
     )
     batch.set_defaults(func=run_events)
+    publish = commands.add_parser(
+        "publish",
+        help="add a JSONL file of events to a running job's CEL input",
+        description=(
+            "Add FILE (JSON Lines envelopes {stream, start, end, attrs}) as the next file of "
+            "HOME/cel-events/NAME, which `xscl serve --cel-queries` reads in order. The file "
+            "is copied durably and counts only once complete; bad lines become the job's "
+            "dead letters."
+        ),
+        epilog="example: xscl cel publish examples/cel/stocks.jsonl --home xscl-data",
+    )
+    publish.add_argument("file", help="the .jsonl events file")
+    publish.add_argument("--home", required=True, help="the job's home directory")
+    publish.add_argument("--name", default="xscl", help="the job's name (default %(default)s)")
+    publish.set_defaults(func=run_publish)
 
 
 def _load(path: str) -> tuple[Program, list[XsclError]]:
@@ -129,6 +145,23 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0 if not errors else 2
 
 
+def run_publish(args: argparse.Namespace) -> int:
+    from xscl.events.event_folder import add_events
+
+    folder = Path(args.home) / "cel-events" / args.name
+    try:
+        added = add_events(folder, args.file)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        print(f"xscl cel publish: cannot add {args.file}: {reason}", file=sys.stderr)
+        return 1
+    print(
+        f"xscl cel publish: {added.events} events ({added.bad} bad lines) -> {folder} #{added.seq}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def run_events(args: argparse.Namespace) -> int:
     slack: int | None = None
     if args.reorder_slack is not None:
@@ -156,7 +189,17 @@ def run_events(args: argparse.Namespace) -> int:
         return 1
     started = time.perf_counter()
     try:
-        summary = run_batch(program, args.input, args.output, evaluator=args.engine, slack=slack)
+        summary = run_batch(
+            program,
+            args.input,
+            args.output,
+            evaluator=args.engine,
+            slack=slack,
+            queries_text=Path(args.queries).read_text(encoding="utf-8"),
+        )
+    except SparkBatchError as exc:
+        print(f"xscl cel run: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"xscl cel run: I/O error: {os_error_reason(exc)} (--input {args.input}, "
               f"--output {args.output})", file=sys.stderr)  # fmt: skip

@@ -29,7 +29,7 @@ from xscl.lang.cel.validation import Program
 
 __all__ = ["CelBatchSummary", "deadletter_path_for", "run_batch"]
 
-Evaluator = Literal["reference", "local"]
+Evaluator = Literal["reference", "local", "spark"]
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,13 @@ def run_batch(
     *,
     evaluator: Evaluator = "local",
     slack: int | None = None,
+    queries_text: str | None = None,
 ) -> CelBatchSummary:
-    """Evaluate ``program`` over the envelope file; write the results and the dead letters."""
+    """Evaluate ``program`` over the envelope file; write the results and the dead letters.
+
+    ``spark`` needs ``queries_text`` (the file ``program`` was validated from): the
+    executors compile it themselves (``xscl.spark_plugin.cel``).
+    """
     source = str(input_path)
     dead: list[DeadLetter] = []
     with open(input_path, encoding="utf-8") as handle:
@@ -110,6 +115,11 @@ def run_batch(
     results: set[Result]
     if evaluator == "reference":
         results = evaluate(program, events)
+    elif evaluator == "spark":
+        from xscl.spark_plugin.cel.batch import evaluate_on_spark
+
+        assert queries_text is not None
+        results = evaluate_on_spark(queries_text, events)
     else:
         engine = Engine()
         engine.subscribe(program)

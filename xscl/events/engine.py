@@ -34,7 +34,9 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+import json
 import sys
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -352,6 +354,69 @@ class Engine:
             touched.add(state)
         for state in touched:
             self._update_activity(state)
+
+    # ------------------------------------------------------------------ state transfer
+
+    def _state_names(self) -> dict[State, list[str]]:
+        """Each state that holds instances -> its stable names ``query/position``.
+
+        A position counts the states a query's compilation asked for, in order, so it
+        depends only on the query's text: the same in every engine that subscribes the
+        query, whatever else is subscribed and however states are merged.
+        """
+        names: dict[State, list[str]] = {}
+        for qid, subscription in self.subscriptions.items():
+            for position, state in enumerate(subscription.holding.states):
+                if state.stream is not None:
+                    names.setdefault(state, []).append(f"{qid}/{position}")
+        return names
+
+    def export_state(self) -> bytes:
+        """The dynamic state (the last epoch's time, every instance) as compact bytes.
+
+        ``import_state`` on a fresh engine subscribed to the same queries continues
+        exactly where this one stopped (the Spark job keeps these bytes per group).
+        """
+        states = [
+            [names, [[list(i[0]), i[1], i[2], i[3]] for i in state.store]]
+            for state, names in self._state_names().items()
+            if len(state.store)
+        ]
+        body = {"time": self.time, "states": states}
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return zlib.compress(text.encode("utf-8"), 1)
+
+    def import_state(self, data: bytes) -> None:
+        """Restore what ``export_state`` wrote, before any event is processed here.
+
+        Instances of a state go to every state here that one of its names names (so a
+        state merged there and separate here, or the reverse, gets them all); names of
+        queries not subscribed here are skipped.
+        """
+        if self.time is not None:
+            raise ValueError("import_state needs an engine that has processed nothing")
+        body = json.loads(zlib.decompress(data))
+        by_name = {name: state for state, names in self._state_names().items() for name in names}
+        touched: set[State] = set()
+        for names, instances in body["states"]:
+            targets = {by_name[name] for name in names if name in by_name}
+            for state in targets:
+                life = state.lifetime()
+                for values, start, end, origin in instances:
+                    instance = (
+                        tuple(sys.intern(v) if v.__class__ is str else v for v in values),
+                        start,
+                        end,
+                        origin,
+                    )
+                    if state.store.add(instance) and life is not None:
+                        heapq.heappush(
+                            self._expiry, (start + life, next(self._sequence), state, instance)
+                        )
+                touched.add(state)
+        for state in touched:
+            self._update_activity(state)
+        self.time = body["time"]
 
     # ------------------------------------------------------------------ inspection
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 __all__ = [
@@ -101,9 +101,17 @@ class E:
 @cached_hash
 @dataclass(frozen=True)
 class Lit:
-    """A constant: a string, a number, or a boolean (conditions only)."""
+    """A constant: a string, a number, or a boolean (conditions only).
+
+    ``kind`` (the value's type) takes part in equality, so ``TRUE`` and ``1`` are
+    different constants (Python's ``True == 1`` would let them share a closure).
+    """
 
     value: Value | bool
+    kind: str = field(default="")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", type(self.value).__name__)
 
     def __str__(self) -> str:
         return repr(self.value) if isinstance(self.value, str) else str(self.value)

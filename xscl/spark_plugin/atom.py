@@ -54,7 +54,7 @@ from lxml import etree
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.engine.pieces import PieceCache
-from xscl.spark_plugin.feed_entry import EntryText, entry_text
+from xscl.spark_plugin.feed_entry import EntryText, cel_entry_text, entry_text
 from xscl.spark_plugin.results_sink import read_results
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
@@ -146,12 +146,16 @@ class FeedEntry(NamedTuple):
 
 
 def result_end_micros(record: Mapping[str, Any]) -> int:
-    """The end time of a result: the latest timestamp of its documents."""
+    """The end time of a result: the latest timestamp of its documents (a CEL result's end)."""
+    if "docs" not in record:
+        return parse_ts(record["end"])
     return max(parse_ts(doc["ts"]) for doc in record["docs"])
 
 
 def entry_id_of(record: Mapping[str, Any]) -> str:
-    """The Atom id of a result record, as it reads back from the feed file."""
+    """The Atom id of a result record (an XSCL or a CEL one), as it reads back from the feed."""
+    if "result_id" not in record:
+        return xml_safe(f"urn:xscl:cel:{record['id']}")
     return xml_safe(f"urn:xscl:result:{record['result_id']}")
 
 
@@ -192,7 +196,8 @@ def entry_of(
     ``content``: its XML as ``character_data``, if already made)."""
     updated = result_end_micros(record) if end_micros is None else end_micros
     xml = str(record.get("xml", "")) if content is None else content
-    return render_entry(entry_id_of(record), updated, entry_text(record), xml)
+    text = entry_text(record) if "docs" in record else cel_entry_text(record)
+    return render_entry(entry_id_of(record), updated, text, xml)
 
 
 def _safe_parser() -> etree.XMLParser:

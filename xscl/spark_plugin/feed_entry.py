@@ -206,3 +206,25 @@ def _summary(
         lines.append(f"<li>{label}<br/><small>{esc(item.stream)} · {esc(when)}</small></li>")
     parts.append(f"<ul>{''.join(lines)}</ul>")
     return "\n".join(parts)
+
+
+def cel_entry_text(record: Mapping[str, Any]) -> EntryText:
+    """The entry of a CEL result record (docs/cel.md 5.2): its attributes and interval.
+
+    >>> text = cel_entry_text({"query": "x", "stream": None, "start": "2024-01-01T10:00:00Z",
+    ...     "end": "2024-01-01T11:00:00Z", "attrs": {"author": "ann", "n": 3}, "id": "f00"})
+    >>> text.title, text.link
+    ('author = ann, n = 3', 'urn:xscl:cel:f00')
+    """
+    attrs: Mapping[str, Any] = record.get("attrs") or {}
+    shown = [(name, "null" if value is None else str(value)) for name, value in attrs.items()]
+    title = _shorten(", ".join(f"{name} = {value}" for name, value in shown)) or str(record["id"])
+    esc = html.escape
+    rows = "".join(f"<li>{esc(name)}: <b>{esc(value)}</b></li>" for name, value in shown)
+    when = f"{record['start']} – {record['end']}".replace("T", " ").replace("Z", " UTC")
+    return EntryText(
+        title,
+        f"urn:xscl:cel:{quote(str(record['id']), safe='')}",
+        (),
+        f"<ul>{rows}</ul>\n<p><small>{esc(when)}</small></p>",
+    )

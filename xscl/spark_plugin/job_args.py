@@ -55,6 +55,19 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--allowed-lateness", metavar="DURATION", help="e.g. 10m (default none)")
     parser.add_argument(
+        "--cel-queries",
+        metavar="FILE.cel",
+        help="CEL queries run beside the XSCL ones, over their PUBLISHed results and the "
+        "events added with 'xscl cel publish' (docs/cel.md 10)",
+    )
+    parser.add_argument(
+        "--cel-reorder-slack",
+        metavar="DURATION",
+        default="0s",
+        help="CEL events ending more than DURATION before the job's clock are late "
+        "(dead letters, CEL-E007); default %(default)s",
+    )
+    parser.add_argument(
         "--feed-entries",
         type=int,
         default=DEFAULT_FEED_ENTRIES,

@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 def register_data_sources(spark: SparkSession) -> None:
     """Make ``format("xscl-spool")``, ``format("xscl-results")`` and the streaming job's
     own source and sink, ``format("xscl-routed")`` and ``format("xscl-job-output")``,
-    available (idempotent)."""
+    available, and the CEL job's source ``format("xscl-cel-events")`` (idempotent)."""
+    from xscl.spark_plugin.cel.source import CelEventsDataSource
     from xscl.spark_plugin.job.routed_source import RoutedDataSource
     from xscl.spark_plugin.job.sink import JobOutputDataSource
     from xscl.spark_plugin.results_sink import ResultsDataSource
@@ -21,3 +22,4 @@ def register_data_sources(spark: SparkSession) -> None:
     spark.dataSource.register(ResultsDataSource)
     spark.dataSource.register(JobOutputDataSource)
     spark.dataSource.register(RoutedDataSource)
+    spark.dataSource.register(CelEventsDataSource)

@@ -386,8 +386,10 @@ def committed_markers(path: str | Path) -> list[dict[str, Any]]:
     return [marker for _folder, marker in visible_markers(path)]
 
 
-def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_results(path: str | Path, key: str = "result_id") -> Iterator[dict[str, Any]]:
     """Every committed result record once (first committed wins), in commit order.
+
+    ``key``: the field that identifies a record (``id`` for CEL results, docs/cel.md 5.2).
 
     Part files are JSON Lines or Parquet (``results_parquet``), by their suffix;
     a directory may hold both (the job restarted with another ``--results-format``).
@@ -395,9 +397,9 @@ def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
     seen: set[str] = set()
     for file in _committed_parts(Path(path)):
         for record in _part_records(file):
-            if record["result_id"] in seen:
+            if record[key] in seen:
                 continue
-            seen.add(record["result_id"])
+            seen.add(record[key])
             yield record
 
 
@@ -431,6 +433,11 @@ def _readable_parquet(file: Path) -> Iterator[None]:
         yield
     except (OSError, ValueError) as exc:  # pyarrow's errors subclass these
         raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
+
+
+def part_records(file: Path) -> Iterator[dict[str, Any]]:
+    """The records of one committed part file (JSON Lines or Parquet, by its suffix)."""
+    return _part_records(file)
 
 
 def _part_records(file: Path) -> Iterator[dict[str, Any]]:

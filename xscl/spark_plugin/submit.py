@@ -137,8 +137,18 @@ def run_job(args: argparse.Namespace) -> JobReport:
     if waiting == 0:
         print(f"xscl serve: nothing in the spool {spool}: fill it with `xscl poll --spool "
               f"{spool} FEED...`", file=sys.stderr)  # fmt: skip
+    cel = None
+    if getattr(args, "cel_queries", None):
+        from xscl.spark_plugin.cel import serve as cel_serve
+
+        xscl_queries = list(log.current().values()) if log.versions() else []
+        if not xscl_queries and text is not None:
+            xscl_queries = list(load_queries(args.queries).queries)
+        cel = cel_serve.check(args.cel_queries, args.cel_reorder_slack, xscl_queries)
+        if cel is None:
+            return JobReport(2)
     try:
-        return _start(args, home, log, spool, lateness)
+        return _start(args, home, log, spool, lateness, cel)
     except (JavaNotFoundError, LeaseStoreError) as exc:
         print(f"xscl serve: {exc}", file=sys.stderr)
         return JobReport(1)
@@ -183,6 +193,7 @@ def _start(
     log: SubscriptionLog,
     spool: Path,
     lateness: int | None,
+    cel: Any = None,
 ) -> JobReport:
     """Take the job's lease or stand by until it lapses, then run as primary (driver).
 
@@ -221,7 +232,7 @@ def _start(
     renewer = Renewer(lease, record.epoch, args.renew_seconds, _fenced_exit)
     renewer.start()
     try:
-        report = _run_primary(args, home, log, spool, lateness, spark, lease, record.epoch)
+        report = _run_primary(args, home, log, spool, lateness, spark, lease, record.epoch, cel)
     finally:
         renewer.stop()
     if report.exit_code != EXIT_FENCED:
@@ -286,6 +297,27 @@ def _job_plan(
     )
 
 
+def _start_cel(
+    spark: Any,
+    cel: Any,
+    args: argparse.Namespace,
+    home: XsclHome,
+    epoch: int,
+    log: SubscriptionLog,
+    fence: str | None,
+) -> Any:
+    """Start the CEL query beside the XSCL one (``cel.serve``); say where it writes."""
+    from xscl.spark_plugin.cel import serve as cel_serve
+
+    query = cel_serve.start(spark, cel, args, home.root, epoch, log.folder, fence)
+    print(
+        f"xscl serve: CEL queries {cel.path} -> {home.root / 'results' / (args.name + '.cel')} "
+        f"(events: {cel_serve.events_folder(home.root, args.name)})",
+        file=sys.stderr,
+    )
+    return query
+
+
 def _register_metrics(
     spark: Any, args: argparse.Namespace, home: XsclHome, spool: Path, lease: Any
 ) -> None:
@@ -311,9 +343,13 @@ def _run_primary(
     spark: Any,
     lease: Any,
     epoch: int,
+    cel: Any = None,
 ) -> JobReport:
     """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
-    from ``--queries`` (only the lease's holder, so two instances never both do)."""
+    from ``--queries`` (only the lease's holder, so two instances never both do).
+
+    ``cel`` (``cel.serve.CelServe``): the CEL query runs beside the XSCL one; with
+    ``--once`` after it (so it reads every result the XSCL run committed)."""
     from xscl.cli.common import print_errors
     from xscl.errors import LegacyHomeError, OutputWriteError
     from xscl.spark_plugin.job.plan import start_job
@@ -361,14 +397,25 @@ def _run_primary(
     started = time.perf_counter()
     query = start_job(spark, plan)
     _register_metrics(spark, args, home, spool, lease)
+    cel_query = None
+    if cel is not None and not args.once:
+        cel_query = _start_cel(spark, cel, args, home, epoch, log, plan.fence)
     try:
         query.awaitTermination()
+        if cel is not None and args.once and query.exception() is None:
+            cel_query = _start_cel(spark, cel, args, home, epoch, log, plan.fence)
+            cel_query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
     except Exception:  # StreamingQueryException: reported from query.exception() below
         pass
     finally:
+        if cel_query is not None:
+            cel_query.stop()
         _drain_progress(spark, query, printer)
+    if cel_query is not None and cel_query.exception() is not None:
+        print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
+        return JobReport(1)
     batches = list(printer.batches)
     report = JobReport(
         0,

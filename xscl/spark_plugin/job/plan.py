@@ -141,11 +141,16 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)
     )
-    if plan.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{plan.trigger_seconds} seconds")
+    writer = triggered(writer, plan.once, plan.trigger_seconds)
     try:
         return writer.start()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def triggered(writer: Any, once: bool, seconds: float) -> Any:
+    """``writer`` with the job's trigger: ``availableNow`` for ``--once``, else every
+    ``seconds`` (the XSCL and the CEL query share it)."""
+    if once:
+        return writer.trigger(availableNow=True)
+    return writer.trigger(processingTime=f"{seconds} seconds")

@@ -77,6 +77,9 @@ class TaskOutput(WriterCommitMessage):
     hot: list[str] = field(default_factory=list)
     #: microseconds the join groups took, per state partition (``groups``' time rows)
     group_micros: dict[int, int] = field(default_factory=dict)
+    #: the largest end time of its results (None: none), the batch marker's ``max_end``:
+    #: how far a CEL job reading these results advances its clock (docs/cel.md 10.4)
+    max_end: int | None = None
 
 
 class JobOutputDataSource(DataSource):
@@ -148,6 +151,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         seen: set[str] = set()
         hot: set[str] = set()
         spent: dict[int, int] = {}
+        max_end: int | None = None
         for batch in iterator:
             columns = batch.to_pydict()
             for kind, query, result_id, end, line in zip(
@@ -167,11 +171,12 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
                 elif result_id not in seen:
                     seen.add(result_id)
                     lines.append(line)
+                    max_end = end if max_end is None else max(max_end, end)
                     _keep_newest(
                         newest.setdefault(query, []), (end, result_id, line), self.feed_entries
                     )
         part = self._stage_results(staging, partition, lines)
-        output = TaskOutput(part, hot=sorted(hot), group_micros=spent)
+        output = TaskOutput(part, hot=sorted(hot), group_micros=spent, max_end=max_end)
         if dead:
             output.dead = _stage_bytes(staging, b"".join(dead), ".jsonl")
             output.dead_rows = len(dead)
@@ -236,7 +241,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
             for partition, micros in output.group_micros.items():
                 spent[partition] = spent.get(partition, 0) + micros
         tasks = sorted(spent.values())
-        extra = (
+        extra: dict[str, Any] = (
             {
                 "stateful_tasks": {
                     "count": len(tasks),
@@ -247,6 +252,9 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
             if tasks
             else {}
         )
+        ends = [o.max_end for o in outputs if o.max_end is not None]
+        if ends:
+            extra["max_end"] = max(ends)
         commit_batch(self.path, name, [o.part for o in outputs], extra)
 
     def _record_hot(self, name: str, outputs: list[TaskOutput]) -> None:

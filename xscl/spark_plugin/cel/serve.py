@@ -1,0 +1,90 @@
+"""``xscl serve --cel-queries``: the CEL streaming query beside the XSCL one (driver).
+
+Checked before Spark starts (``check``): the CEL file is read and validated
+against the schemas of the XSCL streams PUBLISHed by the job's queries
+(``from_xscl.xscl_catalog``); every error is printed with its code and the run
+exits 2. Started after the XSCL query in the same session (``start``), as a job
+of its own name ``NAME.cel`` with the same epoch and fence: its checkpoint
+and results are forked per epoch like the XSCL job's (``pair.epochs``), under
+``HOME/checkpoints/NAME.cel`` and ``HOME/results/NAME.cel``. Plain events come
+from ``HOME/cel-events/NAME`` (``xscl cel publish``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xscl.lang.ast import Query
+
+__all__ = ["CelServe", "check", "events_folder"]
+
+
+@dataclass(frozen=True)
+class CelServe:
+    """What the CEL query of a serve run needs, checked."""
+
+    path: str
+    catalog: str
+    slack: int
+
+
+def events_folder(home: Path, name: str) -> Path:
+    """Where ``xscl cel publish`` adds the job's plain events."""
+    return home / "cel-events" / name
+
+
+def check(path: str, slack_text: str, xscl_queries: list[Query]) -> CelServe | None:
+    """The checked CEL options, or None after printing why not (exit 2)."""
+    from xscl.cli.common import parse_duration, print_errors
+    from xscl.events.from_xscl import xscl_catalog
+    from xscl.spark_plugin.cel.program import load_cel
+
+    try:
+        slack = parse_duration(slack_text)
+    except ValueError as exc:
+        print(f"xscl serve: --cel-reorder-slack: {exc}", file=sys.stderr)
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"xscl serve: cannot read --cel-queries {path}: {exc}", file=sys.stderr)
+        return None
+    catalog = xscl_catalog(xscl_queries)
+    _program, errors = load_cel(text, catalog, path)
+    if errors:
+        print_errors(errors, source=path)
+        print(f"xscl serve: {len(errors)} error(s) in --cel-queries; nothing ran", file=sys.stderr)
+        return None
+    return CelServe(str(Path(path).resolve()), json.dumps(catalog), slack)
+
+
+def start(
+    spark: Any, cel: CelServe, args: Any, home: Path, epoch: int, registry: Path, fence: str | None
+) -> Any:
+    """Fork the CEL job's epoch folders and start its query (driver); the StreamingQuery."""
+    from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
+    from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
+
+    xscl = EpochFolders(home, args.name, epoch)
+    folders = EpochFolders(home, f"{args.name}.cel", epoch)
+    start_epoch(folders)
+    plan = CelPlan(
+        cel_queries=cel.path,
+        catalog=cel.catalog,
+        output=str(folders.results),
+        checkpoint=str(folders.checkpoint),
+        name=f"{args.name}.cel",
+        xscl_results=str(xscl.results_root),
+        xscl_registry=str(registry),
+        events=str(events_folder(home, args.name)),
+        slack=cel.slack,
+        once=args.once,
+        trigger_seconds=args.trigger_seconds,
+        feed_entries=args.feed_entries,
+        fence=fence,
+    )
+    return start_cel_job(spark, plan)

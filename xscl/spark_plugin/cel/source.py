@@ -1,0 +1,258 @@
+"""``xscl-cel-events``: CEL events from committed XSCL results and an events folder.
+
+Offsets are ``{"xscl": [epoch, batch], "events": seq, "latest": micros}``: the
+last XSCL batch marker read (in the chain ``results_sink.visible_markers``
+follows across pair epochs), the last events file read (``event_folder``), and
+the job's **clock**: the largest end of everything read so far (markers carry
+``max_end``, event files their index's ``latest``; the driver reads no event).
+A micro-batch ``(start, end]`` is fixed by committed data, so a replay reads the
+same events: exactly once downstream.
+
+Arrival order (docs/cel.md 6, 10.4): a batch arrives at once. An event is
+**late** (``CEL-E007``) when its end is below ``start.latest - slack``; the
+groups release every epoch below ``end.latest - slack`` (the ``watermark``
+column). One ``tick`` row per group each batch carries the watermark to groups
+that got no event.
+
+Rows (``ROW_DDL``): ``group`` (``class:bucket``, or ``dead``), ``kind``
+(``event`` | ``tick`` | ``dead``), ``stream``, ``start``, ``end``, ``attrs``
+(JSON), ``watermark``, ``line`` (a dead letter's JSON).
+
+Where it runs: planning (offsets, ``partitions``) on the driver, a few files'
+metadata per batch; ``read`` on executors, once per partition and attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from xscl.connectors.dead_letters import DeadLetter
+from xscl.connectors.document import format_ts
+from xscl.events.envelope import Event, read_events
+from xscl.events.event_folder import events_file, ready_files
+from xscl.events.from_xscl import published_streams, result_event
+from xscl.events.partitioning import route
+from xscl.spark_plugin.cel.program import job_queries
+from xscl.spark_plugin.results_sink import part_records, visible_markers
+
+FORMAT_NAME = "xscl-cel-events"
+ROW_DDL = (
+    "group STRING, kind STRING, stream STRING, start BIGINT, end BIGINT, attrs STRING, "
+    "watermark BIGINT, line BINARY"
+)
+DEAD_GROUP = "dead"
+#: The watermark of a run that releases everything (``releaseAll``: the batch contract).
+RELEASE_ALL = 2**62
+_NO_TIME = -(2**62)
+
+Offset = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CelOptions:
+    """The source's options, parsed (strings and integers only: pickled to executors)."""
+
+    cel_text: str
+    catalog: str
+    xscl_results: str | None
+    xscl_registry: str | None
+    events: str | None
+    buckets: int
+    slack: int
+    release_all: bool
+
+    @classmethod
+    def parse(cls, options: Any) -> CelOptions:
+        return cls(
+            Path(str(options["celQueries"])).read_text(encoding="utf-8"),
+            str(options.get("catalog") or "{}"),
+            options.get("xsclResults") or None,
+            options.get("xsclRegistry") or None,
+            options.get("events") or None,
+            int(options.get("buckets", 1)),
+            int(options.get("slackMicros", 0)),
+            options.get("releaseAll") == "true",
+        )
+
+
+@dataclass(frozen=True)
+class CelPartition(InputPartition):
+    """One file to read (``kind`` ``xscl`` or ``events``), or the batch's ticks."""
+
+    kind: str
+    path: str
+    late_before: int
+    watermark: int
+    #: XSCL query id -> the stream it PUBLISHes (``xscl`` partitions)
+    streams: tuple[tuple[str, str], ...] = ()
+
+
+class CelEventsDataSource(DataSource):
+    """The ``xscl-cel-events`` format (driver, once per plan); streaming only."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> str:
+        return ROW_DDL
+
+    def streamReader(self, schema: StructType) -> CelEventsReader:
+        return CelEventsReader(CelOptions.parse(self.options))
+
+
+def _markers(root: str | None) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
+    """((epoch, batch), folder, marker) of every visible XSCL batch marker, in order."""
+    if root is None:
+        return []
+    out = []
+    for folder, marker in visible_markers(root):
+        name = folder.name
+        epoch = int(name[1:]) if name.startswith("e") and name[1:].isdigit() else 0
+        out.append(((epoch, int(marker["batch"])), folder, marker))
+    return out
+
+
+class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """See the module docstring."""
+
+    def __init__(self, options: CelOptions) -> None:
+        self.options = options
+        self._target: Offset | None = None
+
+    def initialOffset(self) -> Offset:
+        return {"xscl": [-1, -1], "events": 0, "latest": None}
+
+    def _available(self, start: Offset) -> Offset:
+        """The offset that includes every committed marker and indexed file (driver)."""
+        latest = start["latest"]
+        position = list(start["xscl"])
+        for key, _folder, marker in _markers(self.options.xscl_results):
+            if list(key) > position:
+                position = list(key)
+                end = marker.get("max_end")
+                if end is not None:
+                    latest = end if latest is None else max(latest, int(end))
+        seq = int(start["events"])
+        if self.options.events is not None:
+            ready = ready_files(self.options.events, seq)
+            for _seq, end in ready:
+                if end is not None:
+                    latest = end if latest is None else max(latest, end)
+            if ready:
+                seq = ready[-1][0]
+        return {"xscl": position, "events": seq, "latest": latest}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._available(self.initialOffset())
+
+    def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
+        """The end of the next micro-batch (driver, once per trigger)."""
+        if self._target is not None:
+            return self._target
+        return self._available(start)
+
+    def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
+        """One partition per new part or events file, and the ticks (driver, per batch)."""
+        slack = self.options.slack
+        late_before = _NO_TIME if start["latest"] is None else int(start["latest"]) - slack
+        watermark = (
+            RELEASE_ALL
+            if self.options.release_all
+            else (_NO_TIME if end["latest"] is None else int(end["latest"]) - slack)
+        )
+        parts: list[InputPartition] = []
+        markers = [
+            (folder, marker)
+            for key, folder, marker in _markers(self.options.xscl_results)
+            if list(start["xscl"]) < list(key) <= list(end["xscl"])
+        ]
+        if markers:
+            mapping = tuple(sorted(published_streams(_xscl_queries(self.options)).items()))
+            for folder, marker in markers:
+                for part in marker["parts"]:
+                    path = str(folder / part["file"])
+                    parts.append(CelPartition("xscl", path, late_before, watermark, mapping))
+        if self.options.events is not None:
+            for seq in range(int(start["events"]) + 1, int(end["events"]) + 1):
+                path = str(events_file(self.options.events, seq))
+                parts.append(CelPartition("events", path, late_before, watermark))
+        parts.append(CelPartition("tick", "", late_before, watermark))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        """The rows of one partition (executor, once per partition and attempt)."""
+        assert isinstance(partition, CelPartition)
+        options = self.options
+        queries = job_queries(options.cel_text, options.catalog)
+        if partition.kind == "tick":
+            for group in queries.group_keys(options.buckets):
+                yield (group, "tick", "", 0, 0, "", partition.watermark, b"")
+            return
+        for item in _events(partition):
+            if isinstance(item, DeadLetter):
+                yield _dead(item, partition.watermark)
+                continue
+            program = queries.program
+            if item.stream in program.published:
+                reason = f"stream {item.stream!r} is PUBLISHed by a query; only its queries feed it"
+                yield _dead(
+                    DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E006"),
+                    partition.watermark,
+                )
+                continue
+            if item.stream not in program.streams:
+                continue
+            if item.end < partition.late_before:
+                reason = (
+                    f"event ending {format_ts(item.end)} arrived after the job's clock passed "
+                    f"{format_ts(partition.late_before + options.slack)}, beyond the reorder slack"
+                )
+                yield _dead(
+                    DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E007"),
+                    partition.watermark,
+                )
+                continue
+            attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
+            for index, bucket in route(queries.classes, item, options.buckets):
+                yield (
+                    f"{index}:{bucket}", "event", item.stream, item.start, item.end, attrs,
+                    partition.watermark, b"",
+                )  # fmt: skip
+
+    def commit(self, end: Offset) -> None:
+        """Nothing to release: the files stay (other readers, replays after a restart)."""
+
+
+def _xscl_queries(options: CelOptions) -> list[Any]:
+    if options.xscl_registry is None:
+        return []
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+    return list(SubscriptionLog(options.xscl_registry).current().values())
+
+
+def _events(partition: CelPartition) -> Iterator[Event | DeadLetter]:
+    """The events of one file: an XSCL part's PUBLISHed results, or an events file's lines."""
+    if partition.kind == "xscl":
+        streams = dict(partition.streams)
+        for record in part_records(Path(partition.path)):
+            stream = streams.get(str(record["query"]))
+            if stream is not None:
+                yield result_event(record, stream)
+        return
+    with open(partition.path, encoding="utf-8") as handle:
+        for _line, item in read_events(handle, source=partition.path):
+            yield item
+
+
+def _dead(letter: DeadLetter, watermark: int) -> tuple[Any, ...]:
+    return (DEAD_GROUP, "dead", "", 0, 0, "", watermark, letter.to_json().encode("utf-8"))
