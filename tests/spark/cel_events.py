@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from xscl.events.envelope import Event
+from xscl.events.envelope import Event, Value
 from xscl.events.event_folder import add_events
 from xscl.events.reference import evaluate
 from xscl.events.results import Result
@@ -35,6 +35,9 @@ g0: FROM S NEXT{$2.b > $1.b} T;
 f0: FROM FILTER{b = 2}(T)
 """
 
+#: The values of ``a``: the key of the keyed classes (a number among the strings).
+KEYS: tuple[Value, ...] = ("x", "y", "z", 1)
+
 
 def generated_events(seed: int) -> list[Event]:
     """60 events of S and T on end times 0..20 s, drawn from ``seed``."""
@@ -42,7 +45,8 @@ def generated_events(seed: int) -> list[Event]:
     events = []
     for _ in range(60):
         stream = rng.choice(["S", "T"])
-        attrs = {"a": rng.choice(["x", "y", "z", 1]), "b": rng.randint(0, 3), "c": None}
+        key = rng.choice(KEYS)
+        attrs: dict[str, Value] = {"a": key, "b": rng.randint(0, 3), "c": None}
         if stream == "S":
             del attrs["c"]
         end = rng.randint(0, 20) * 1_000_000
