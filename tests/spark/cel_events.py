@@ -69,6 +69,7 @@ def split(events: Sequence[Event], files: int, rng: random.Random) -> list[list[
 
 def publish(folder: Path, events: Sequence[Event]) -> int:
     """Add ``events`` as the next file of a job's events folder (``xscl cel publish``)."""
+    folder.mkdir(parents=True, exist_ok=True)
     staged = folder.parent / f".{folder.name}-next.jsonl"
     staged.write_text("".join(e.to_json() + "\n" for e in events), encoding="utf-8")
     return add_events(folder, staged).seq
