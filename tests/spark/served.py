@@ -120,15 +120,15 @@ class Fixture:
         assert not leftovers, f"{story}\norphaned staging files: {leftovers}"
 
 
-def result_ids_of_parts(results: Path) -> list[str]:
-    """Every result_id in every committed part file (no deduplication)."""
+def result_ids_of_parts(results: Path, key: str = "result_id") -> list[str]:
+    """Every ``key`` (``id`` for CEL results) in every committed part file (no deduplication)."""
     ids: list[str] = []
     for folder, marker in visible_markers(results):
         for part in marker["parts"]:
             file = folder / part["file"]
             if file.suffix == ".parquet":
-                ids.extend(pq.read_table(file, columns=["result_id"])["result_id"].to_pylist())
+                ids.extend(pq.read_table(file, columns=[key])[key].to_pylist())
                 continue
             text = file.read_text(encoding="utf-8")
-            ids.extend(json.loads(line)["result_id"] for line in text.splitlines() if line)
+            ids.extend(json.loads(line)[key] for line in text.splitlines() if line)
     return ids

@@ -7,7 +7,6 @@ resubscription, FOLD aggregates).
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.engine_local.test_engine_local_feeds import DATA as FEEDS
 from tests.engine_local.test_engine_local_feeds import feed_documents
+from tests.spark.cel_events import GENERATED, generated_events
 from xscl import reference
 from xscl.connectors.spool import Spool
 from xscl.events.envelope import Event, read_events
@@ -28,28 +28,6 @@ from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.submit import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cel"
-
-GENERATED = """DECLARE STREAM S(a, b);
-DECLARE STREAM T(a, b, c);
-k0: SELECT a, b FROM S NEXT{$1.a = $2.a AND $2.b > $1.b} S PUBLISH P;
-k1: FROM P NEXT{$2.a = $1.a} T;
-k2: FROM (SELECT a, b, 0 AS n FROM S) FOLD{$2.a = $.a, $2.b >= $.b, $.n + 1 AS n} S;
-g0: FROM S NEXT{$2.b > $1.b} T;
-f0: FROM FILTER{b = 2}(T)
-"""
-
-
-def _generated_events(seed: int) -> list[Event]:
-    rng = random.Random(seed)
-    events = []
-    for _ in range(60):
-        stream = rng.choice(["S", "T"])
-        attrs = {"a": rng.choice(["x", "y", "z", 1]), "b": rng.randint(0, 3), "c": None}
-        if stream == "S":
-            del attrs["c"]
-        end = rng.randint(0, 20) * 1_000_000
-        events.append(Event(stream, end, end, attrs))
-    return events
 
 
 def _read(path: Path) -> list[Event]:
@@ -72,7 +50,7 @@ def test_examples_on_spark_equal_the_reference(spark: object, name: str) -> None
 
 
 def test_generated_workload_on_spark_equals_the_reference(spark: object) -> None:
-    events = _generated_events(7)
+    events = generated_events(7)
     program, _ = validate(parse_file(GENERATED))
     assert len(evaluate(program, events)) > 10  # the workload finds something
     _check(GENERATED, events)

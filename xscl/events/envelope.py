@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xscl.connectors.dead_letters import DeadLetter
-from xscl.connectors.document import STREAM_NAME, json_problem, parse_ts
+from xscl.connectors.document import STREAM_NAME, format_ts, json_problem, parse_ts
 
 __all__ = [
     "ERROR_CODES",
@@ -72,6 +72,16 @@ class Event:
         """The values of ``schema``'s attributes in order (null for a missing one)."""
         attrs = self.attrs
         return tuple(attrs.get(name) for name in schema)
+
+    def to_json(self) -> str:
+        """The event's envelope line (docs/cel.md 5.1): what ``parse_event`` reads back."""
+        body = {
+            "stream": self.stream,
+            "start": format_ts(self.start),
+            "end": format_ts(self.end),
+            "attrs": dict(self.attrs),
+        }
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def _reject_constant(name: str) -> Any:

@@ -12,13 +12,12 @@ An active SparkSession is reused; otherwise one is built for the run and stopped
 
 from __future__ import annotations
 
-import json
 import tempfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from xscl.connectors.document import format_ts, parse_ts
+from xscl.connectors.document import parse_ts
 from xscl.connectors.durable import write_lines_atomically
 from xscl.errors import SparkBatchError
 from xscl.events.envelope import Event
@@ -39,7 +38,7 @@ def evaluate_on_spark(queries_text: str, events: Iterable[Event]) -> set[Result]
         queries = work / "queries.cel"
         queries.write_text(queries_text, encoding="utf-8")
         staged = work / "input.jsonl"
-        write_lines_atomically(staged, (_envelope(e) for e in events))
+        write_lines_atomically(staged, (e.to_json() for e in events))
         add_events(work / "events", staged)
         plan = CelPlan(
             cel_queries=str(queries),
@@ -71,13 +70,3 @@ def result_of(record: dict[str, object]) -> Result:
         parse_ts(record["end"]),
         tuple(attrs.items()),
     )
-
-
-def _envelope(event: Event) -> str:
-    body = {
-        "stream": event.stream,
-        "start": format_ts(event.start),
-        "end": format_ts(event.end),
-        "attrs": dict(event.attrs),
-    }
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
