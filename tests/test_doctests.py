@@ -39,6 +39,7 @@ MUST_HAVE_EXAMPLES = [
     ),
     "xscl.errors",
     "xscl.events.partitioning",
+    "xscl.spark_plugin.cel.source",
     "xscl.spark_plugin.feed_entry",
     "xscl.spark_plugin.job.shape",
 ]

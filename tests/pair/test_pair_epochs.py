@@ -117,6 +117,23 @@ def test_a_home_from_before_epochs_is_refused_with_its_code(tmp_path: Path) -> N
     assert refused.value.code == "XSCL-S022"
 
 
+def test_cel_reads_only_xscl_batches_in_their_epochs_commit_log(tmp_path: Path) -> None:
+    """Killed after batch 5's marker but before Spark logged it: the next epoch replays
+    batch 5 under its own number, so CEL must not have read the first epoch's copy."""
+    from xscl.spark_plugin.cel.source import _markers
+
+    first = _first_epoch(tmp_path)  # markers 0..5, commit log 0..4
+    checkpoints = str(first.checkpoint.parent)
+    keys = [key for key, _f, _m in _markers(str(first.results_root), checkpoints)]
+    assert keys == [(1, b) for b in range(5)]
+    second = first.at(2)
+    assert start_epoch(second) == 4
+    _results(second.results, 5, ["r5 again"])
+    (second.checkpoint / "commits" / "5").write_text("v1\n{}")
+    keys = [key for key, _f, _m in _markers(str(first.results_root), checkpoints)]
+    assert keys == [*((1, b) for b in range(5)), (2, 5)]
+
+
 def test_a_new_lease_store_continues_above_the_epochs_the_home_already_has(
     tmp_path: Path,
 ) -> None:

@@ -37,6 +37,8 @@ class CelPlan:
     checkpoint: str
     name: str
     xscl_results: str | None = None
+    #: the XSCL job's checkpoint folder holding one folder per epoch
+    xscl_checkpoints: str | None = None
     xscl_registry: str | None = None
     events: str | None = None
     buckets: int = DEFAULT_BUCKETS
@@ -63,6 +65,7 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
         .option("celQueries", plan.cel_queries)
         .option("catalog", plan.catalog)
         .option("xsclResults", plan.xscl_results or "")
+        .option("xsclCheckpoints", plan.xscl_checkpoints or "")
         .option("xsclRegistry", plan.xscl_registry or "")
         .option("events", plan.events or "")
         .option("buckets", str(plan.buckets))

@@ -79,6 +79,7 @@ def start(
         checkpoint=str(folders.checkpoint),
         name=f"{args.name}.cel",
         xscl_results=str(xscl.results_root),
+        xscl_checkpoints=str(xscl.checkpoint.parent),
         xscl_registry=str(registry),
         events=str(events_folder(home, args.name)),
         slack=cel.slack,

@@ -63,6 +63,8 @@ class CelOptions:
     cel_text: str
     catalog: str
     xscl_results: str | None
+    #: the XSCL job's checkpoints, one folder per epoch (only logged batches are read)
+    xscl_checkpoints: str | None
     xscl_registry: str | None
     events: str | None
     buckets: int
@@ -75,6 +77,7 @@ class CelOptions:
             Path(str(options["celQueries"])).read_text(encoding="utf-8"),
             str(options.get("catalog") or "{}"),
             options.get("xsclResults") or None,
+            options.get("xsclCheckpoints") or None,
             options.get("xsclRegistry") or None,
             options.get("events") or None,
             int(options.get("buckets", 1)),
@@ -109,15 +112,36 @@ class CelEventsDataSource(DataSource):
         return CelEventsReader(CelOptions.parse(self.options))
 
 
-def _markers(root: str | None) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
-    """((epoch, batch), folder, marker) of every visible XSCL batch marker, in order."""
+def _markers(
+    root: str | None, checkpoints: str | None = None
+) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
+    """((epoch, batch), folder, marker) of every visible XSCL batch marker, in order.
+
+    With ``checkpoints`` (the XSCL job's checkpoint folder, one sub-folder per epoch)
+    only markers of batches in their epoch's commit log: a marker written just before a
+    kill -9, with the batch not yet logged as committed, is replayed by the next epoch
+    under its own number, and reading both would feed that batch's results twice.
+
+    >>> import tempfile
+    >>> home = Path(tempfile.mkdtemp())
+    >>> (home / "results" / "_commits").mkdir(parents=True)
+    >>> _ = (home / "results" / "_commits" / "0.json").write_text('{"batch": 0, "parts": []}')
+    >>> [key for key, _folder, _marker in _markers(str(home / "results"))]
+    [(0, 0)]
+    """
     if root is None:
         return []
     out = []
     for folder, marker in visible_markers(root):
         name = folder.name
         epoch = int(name[1:]) if name.startswith("e") and name[1:].isdigit() else 0
-        out.append(((epoch, int(marker["batch"])), folder, marker))
+        batch = int(marker["batch"])
+        if (
+            checkpoints is not None
+            and not (Path(checkpoints) / name / "commits" / str(batch)).exists()
+        ):
+            continue
+        out.append(((epoch, batch), folder, marker))
     return out
 
 
@@ -128,6 +152,9 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._target: Offset | None = None
 
+    def _xscl_markers(self) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
+        return _markers(self.options.xscl_results, self.options.xscl_checkpoints)
+
     def initialOffset(self) -> Offset:
         return {"xscl": [-1, -1], "events": 0, "latest": None}
 
@@ -135,7 +162,7 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The offset that includes every committed marker and indexed file (driver)."""
         latest = start["latest"]
         position = list(start["xscl"])
-        for key, _folder, marker in _markers(self.options.xscl_results):
+        for key, _folder, marker in self._xscl_markers():
             if list(key) > position:
                 position = list(key)
                 end = marker.get("max_end")
@@ -172,7 +199,7 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         parts: list[InputPartition] = []
         markers = [
             (folder, marker)
-            for key, folder, marker in _markers(self.options.xscl_results)
+            for key, folder, marker in self._xscl_markers()
             if list(start["xscl"]) < list(key) <= list(end["xscl"])
         ]
         if markers:
