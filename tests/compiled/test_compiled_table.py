@@ -27,6 +27,7 @@ from xscl.spark_plugin.compiled.values import Decoder, encode
 from xscl.spark_plugin.job import queries
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 from xscl.templates import assign_template
+from xscl.templates.registry import QueryRow
 
 
 @examples(100)
@@ -73,15 +74,18 @@ def test_the_table_gives_back_the_compiled_queries_in_order(tmp_path: Path) -> N
     assert from_table == FromTexts().compiled(event)
 
 
+def _row(row: QueryRow) -> tuple[object, ...]:
+    return (row.qid, row.var_ids, row.windows, row.kinds, row.names)
+
+
 def _tables(engine: LocalEngine) -> dict[str, Any]:
     """What registering built in an engine: R_T tables, Stage 1, claims, outputs."""
     stage1 = engine.stage1
     return {
         "R_T": [
-            (t.template, t.template_id, [(r.qid, r.var_ids, r.windows, r.kinds, r.names)
-                                         for r in t.rows.values()])
+            (t.template, t.template_id, [_row(r) for r in t.rows.values()])
             for t in engine.registry.tables()
-        ],  # fmt: skip
+        ],
         "definitions": stage1.registered,
         "requirements": (sorted(stage1._values), sorted(stage1._nodes), sorted(stage1._pairs)),
         "claims": dict(engine._claim_counts),

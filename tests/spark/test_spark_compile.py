@@ -24,7 +24,8 @@ def _queries(first: int, count: int) -> str:
 def test_the_job_compiles_each_event_once_in_parts(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spark_job, "QUERIES_PER_PART", 10)  # 30 queries: parts of 10, at most one per core
+    # 30 queries in parts of 10, at most one per core: two parts
+    monkeypatch.setattr(spark_job, "QUERIES_PER_PART", 10)
     log = SubscriptionLog(tmp_path)
     log.subscribe(_queries(0, 30), source="a.xscl")
     log.unsubscribe(["Q3"])
