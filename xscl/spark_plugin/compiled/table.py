@@ -158,12 +158,13 @@ def compiled_batch(queries: Iterable[tuple[int, CompiledQuery]]) -> pa.RecordBat
 
 def decode_table(table: pa.Table) -> list[CompiledQuery]:
     """The compiled queries of ``table``, in position order (no parsing, no rewriting)."""
-    table = table.sort_by("position")
-    c = {name: table.column(name).to_pylist() for name in SCHEMA.names if name != "position"}
+    c = {name: table.column(name).to_pylist() for name in SCHEMA.names}
+    positions = c["position"]
     decoder = Decoder()
     value, values = decoder.value, decoder.values
     out: list[CompiledQuery] = []
-    for i, qid in enumerate(c["qid"]):
+    for i in sorted(range(len(positions)), key=positions.__getitem__):
+        qid = c["qid"][i]
         select = c["select"][i]
         query = Query(
             qid,
@@ -194,7 +195,8 @@ def read_event(registry: str | Path, version: int) -> list[CompiledQuery]:
     """The compiled queries of subscribe event ``version`` (its folder must exist)."""
     folder = compiled_folder(registry, version)
     parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
-    tables = [pq.read_table(p).select(SCHEMA.names) for p in parts]
+    # ParquetFile, not read_table: that one imports pyarrow.dataset (and pandas) first
+    tables = [pq.ParquetFile(p).read(columns=SCHEMA.names, use_threads=False) for p in parts]
     return decode_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table())
 
 
