@@ -157,8 +157,8 @@ def measure_worker(source: str, folder: str) -> dict[str, float]:
     from xscl.spark_plugin.job import queries
 
     clock = time.process_time
-    if source == "pickle":
-        shutil.rmtree(Path(folder) / "compiled", ignore_errors=True)
+    if source != "table":
+        shutil.rmtree(Path(folder) / "compiled")
     start = clock()
     built = queries.queries_at(folder, 1)
     built.routing()
