@@ -34,8 +34,8 @@ windows         R_T row: windows in microseconds (null: INF)
 kinds           R_T row: operator kinds
 ==============  ==============================================================
 
-Where it runs: ``compiled_batch`` in the compile job's executor tasks (or in the
-process of ``xscl subscribe``); ``read_event`` in every Python worker, once per
+Where it runs: ``compiled_batch`` in the compile job's executor tasks (or in one
+process, ``spark_job.compile_in_process``); ``read_event`` in every Python worker, once per
 subscribe event (``job.queries.queries_at``). Nothing here is pickled.
 """
 
@@ -62,6 +62,7 @@ __all__ = [
     "compiled_batch",
     "compiled_folder",
     "decode_table",
+    "publish_folder",
     "read_event",
     "write_event",
 ]
@@ -176,9 +177,11 @@ def decode_table(table: pa.Table) -> list[CompiledQuery]:
             c["explicit_id"][i],
         )
         normal = NormalQuery(
-            query, values(c["normal_blocks"][i]), value(c["normal_ops"][i]),
+            query,
+            values(c["normal_blocks"][i]),
+            value(c["normal_ops"][i]),
             value(c["equalities"][i]),
-        )  # fmt: skip
+        )
         assignment = TemplateAssignment(
             qid,
             value(c["template"][i]),
