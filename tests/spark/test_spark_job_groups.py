@@ -27,6 +27,7 @@ from tests.spark.jobkit import reference_by_id
 from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.spark_plugin.compiled.spark_job import compile_in_process
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
 from xscl.spark_plugin.job.routed_source import RoutedStreamReader
@@ -57,13 +58,21 @@ class MemoryState:
 
 
 def run_job(
-    work: Path, text: str, docs: Sequence[Document], cuts: list[int], lateness: int | None
+    work: Path,
+    text: str,
+    docs: Sequence[Document],
+    cuts: list[int],
+    lateness: int | None,
+    compiled: bool = False,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Results (by id) and dead letters of the executor functions over ``docs``."""
+    """Results (by id) and dead letters of the executor functions over ``docs``; with
+    ``compiled``, the workers register the queries from the compiled table."""
     registry = work / "registry"
     log = SubscriptionLog(registry)
     log.subscribe(text, source="workload.xscl")
     log.record_applied(1, 0)
+    if compiled:
+        assert compile_in_process(registry, 1)
     with Spool(work / "spool", sync=False) as spool:
         spool.append(docs)
         end = spool.next_offset()
@@ -121,10 +130,15 @@ def test_the_join_groups_follow_the_rule(tmp_path: Path, rule: Rule) -> None:
     workload=workloads(documents=(1, 16)),
     cuts=st.lists(st.integers(1, 17), max_size=5),
     lateness=st.sampled_from([None, 0, 1_000_000, 2_500_000]),
+    compiled=st.booleans(),
 )
 def test_the_join_groups_agree_with_the_reference(
-    tmp_path_factory: Any, workload: Workload, cuts: list[int], lateness: int | None
+    tmp_path_factory: Any,
+    workload: Workload,
+    cuts: list[int],
+    lateness: int | None,
+    compiled: bool,
 ) -> None:
     work = tmp_path_factory.mktemp("groups")
-    got, _dead = run_job(work, workload.text, workload.docs, cuts, lateness)
+    got, _dead = run_job(work, workload.text, workload.docs, cuts, lateness, compiled)
     assert got == reference_by_id(work, workload.text, list(workload.docs), lateness)

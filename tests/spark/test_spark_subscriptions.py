@@ -23,6 +23,7 @@ from xscl.connectors.spool import Spool
 from xscl.errors import SubscriptionError
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
+from xscl.spark_plugin.compiled.spark_job import compile_registry
 from xscl.spark_plugin.job.plan import JobPlan, start_job
 from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.subscriptions import SubscriptionLog
@@ -197,6 +198,9 @@ def test_subscribe_and_unsubscribe_while_the_query_runs(
     assert SubscriptionLog(registry).applied() == {1: 0, 2: 6, 3: 12}
     # Restart from the checkpoint twice: the state comes back from Spark's state store,
     # each event is applied at its recorded offset, nothing is replayed on the driver.
+    # The subscribe events are compiled first, as ``xscl serve`` does at its start: a
+    # worker that registered from the texts and one that loads the table agree.
+    assert compile_registry(spark, registry) == [1, 2]
     for restart in range(2):
         extra = _docs(18 + 6 * restart, 6)
         rounds.append(extra)

@@ -41,6 +41,7 @@ from xscl.engine.view_cache import Slice, ViewCache
 from xscl.errors import LateDocumentError, PublishCycleError, XsclError
 from xscl.lang.ast import Query
 from xscl.lang.normal_form.model import NormalQuery, VarDef
+from xscl.templates.assign import TemplateAssignment
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
 from xscl.templates.shapes import ShapeMemo
@@ -127,9 +128,16 @@ class LocalEngine:
 
     # ---------------------------------------------------------------- registry
     def add_query(
-        self, query: Query | NormalQuery, *, only_new_documents: bool = False
+        self,
+        query: Query | NormalQuery,
+        *,
+        only_new_documents: bool = False,
+        assignment: TemplateAssignment | None = None,
     ) -> QueryRow:
         """Register one query (its R_T row, Stage 1 requirements, output plan).
+
+        ``assignment``: the query's template assignment when already known (the
+        Spark job's compiled table); computed otherwise.
 
         With ``only_new_documents`` (a subscription to a running engine) the query
         matches only documents ingested from now on: stored documents were evaluated
@@ -146,7 +154,7 @@ class LocalEngine:
         claims = Stage1Claims(self.stage1, self._claim_counts)
         self._registering = claims
         try:
-            row = self.registry.add_assignment(self.shapes.assignment(normal))
+            row = self.registry.add_assignment(assignment or self.shapes.assignment(normal))
         finally:
             self._registering = None
         self._claims[normal.qid] = claims

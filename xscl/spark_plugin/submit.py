@@ -162,6 +162,25 @@ def run_job(args: argparse.Namespace) -> JobReport:
 _HOME_ADVICE = "pass a --home you can write to"
 
 
+def _compile_subscriptions(spark: Any, registry: str) -> None:
+    """Compile the subscriptions not compiled yet, on the executors (driver, at start;
+    ``compiled.spark_job``). Workers register from the texts what is not compiled, so a
+    failure here only costs their start-up time."""
+    from xscl.spark_plugin.compiled.spark_job import compile_registry
+
+    started = time.perf_counter()
+    try:
+        events = compile_registry(spark, registry)
+    except Exception as exc:  # an optimisation: the job runs from the texts
+        print(f"xscl serve: compiling the subscriptions failed (workers register them "
+              f"from their texts): {exc}", file=sys.stderr)  # fmt: skip
+        return
+    if events:
+        seconds = time.perf_counter() - started
+        print(f"xscl serve: compiled subscription event(s) {', '.join(map(str, events))} "
+              f"on the executors in {seconds:.1f} s", file=sys.stderr)  # fmt: skip
+
+
 def _unwritable(args: argparse.Namespace) -> str | None:
     """Why the job could not write its ``--home`` or ``--output``; None when it can."""
     from xscl.cli.common import OUTPUT_ADVICE, unwritable_file, unwritable_folder
@@ -394,6 +413,7 @@ def _run_primary(
         None if args.quiet else _stderr_line, results=CommittedResults(output)
     )
     spark.streams.addListener(printer)
+    _compile_subscriptions(spark, plan.registry)
     started = time.perf_counter()
     query = start_job(spark, plan)
     _register_metrics(spark, args, home, spool, lease)

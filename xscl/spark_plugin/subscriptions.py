@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from xscl.connectors.durable import create_exclusively, write_atomically
 from xscl.errors import PublishCycleError, SubscriptionError
@@ -118,7 +118,7 @@ class SubscriptionLog:
         for event in self.events():
             if upto is not None and event.version > upto:
                 break
-            apply_event(queries, event)
+            apply_event(queries, event, SubscriptionEvent.queries)
         return queries
 
     # ---------------------------------------------------------------- writing
@@ -213,10 +213,25 @@ def _newest_applied(folder: Path) -> Path:
     return epochs[-1] if epochs else applied
 
 
-def apply_event(queries: dict[str, Query], event: SubscriptionEvent) -> None:
-    """Apply one event to a ``{qid: Query}`` mapping in place."""
+class _Subscribed(Protocol):
+    """What a subscription is kept as: a ``Query`` or a compiled one (``compiled.table``)."""
+
+    @property
+    def qid(self) -> str: ...
+
+
+_Q = TypeVar("_Q", bound=_Subscribed)
+
+
+def apply_event(
+    queries: dict[str, _Q],
+    event: SubscriptionEvent,
+    subscribed: Callable[[SubscriptionEvent], Iterable[_Q]],
+) -> None:
+    """Apply one event to a ``{qid: query}`` mapping in place; a subscribe event's
+    queries are ``subscribed(event)`` (``SubscriptionEvent.queries``: parsed)."""
     if event.op == "subscribe":
-        for query in event.queries():
+        for query in subscribed(event):
             queries[query.qid] = query
     elif event.op == "unsubscribe":
         for qid in event.ids:

@@ -23,6 +23,12 @@ subscription matches documents that arrive after it takes effect). A query whose
 engine changes when another query starts publishing into its stream is treated as
 subscribed again at that event.
 
+A subscribe event's queries come compiled (normal form, template assignment) from
+the compiled table when the event has been compiled (``xscl.spark_plugin.compiled``:
+the compile job at ``xscl serve``'s start), else from their texts; both give equal
+engines, var ids included. From the table a worker skips parsing, normalising and
+assigning templates, most of registering (docs/benchmarks.md, "Registration").
+
 Where it runs: ``queries_at`` on executors (in Stage 1 and join-group tasks), once
 per Python worker and registry version; nothing here is pickled.
 """
@@ -33,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xscl.engine import LocalEngine
-from xscl.lang.ast import Query
-from xscl.lang.normal_form.model import NormalQuery
+from xscl.spark_plugin.compiled.sources import EventCompiler, FromTexts, compiler_for
+from xscl.spark_plugin.compiled.table import CompiledQuery
 from xscl.spark_plugin.subscriptions import SubscriptionLog, apply_event
 from xscl.templates.canonical import Template
 from xscl.templates.shapes import ShapeMemo
@@ -65,7 +71,8 @@ class JobQueries:
     """The subscriptions of one registry version (see the module docstring)."""
 
     version: int = 0
-    queries: dict[str, Query] = field(default_factory=dict)
+    #: query id -> the query compiled (normal form, template assignment)
+    queries: dict[str, CompiledQuery] = field(default_factory=dict)
     shapes: ShapeMemo = field(default_factory=ShapeMemo)
     value: LocalEngine = field(default_factory=LocalEngine)
     chain: LocalEngine = field(default_factory=LocalEngine)
@@ -111,21 +118,24 @@ class JobQueries:
         )
 
     # ------------------------------------------------------------------ building
-    def apply(self, version: int, log: SubscriptionLog, offset: int) -> None:
-        """Apply registry event ``version``, which took effect at spool ``offset``."""
+    def apply(
+        self, version: int, log: SubscriptionLog, offset: int, compiler: EventCompiler
+    ) -> None:
+        """Apply registry event ``version``, which took effect at spool ``offset``; a
+        subscribe event's queries come compiled from ``compiler``."""
         before = dict(self.queries)
-        apply_event(self.queries, log.event(version))
+        apply_event(self.queries, log.event(version), compiler.compiled)
         self._routing = None
         since = offset * SEQ_STRIDE
         for qid in before.keys() - self.queries.keys():
             self._remove(qid)
-        changed = {q for q, query in self.queries.items() if before.get(q) is not query}
-        published = {q.publish for q in self.queries.values() if q.publish is not None}
-        for qid, query in self.queries.items():
-            kind = self._kind(query, published)
+        changed = {q for q, c in self.queries.items() if before.get(q) is not c}
+        published = {c.query.publish for c in self.queries.values() if c.query.publish is not None}
+        for qid, compiled in self.queries.items():
+            kind = self._kind(compiled, published)
             if qid in changed or self.engine_of.get(qid) != kind:
                 self._remove(qid)
-                self._add(query, kind, since)
+                self._add(compiled, kind, since)
                 self.added_at[qid] = version
         self.version = version
 
@@ -140,19 +150,18 @@ class JobQueries:
             engine = self.value if kind == "value" else self.chain
             engine.set_since(qid, offsets[event] * SEQ_STRIDE)
 
-    def _kind(self, query: Query, published: set[str]) -> str:
+    @staticmethod
+    def _kind(compiled: CompiledQuery, published: set[str]) -> str:
+        query = compiled.query
         if query.publish is not None or any(b.stream in published for b in query.blocks):
             return "chain"
-        normal = self.shapes.normal(query)
-        template = self.shapes.assignment(normal).template
-        return "value" if owner_edge(template) is not None else "chain"
+        return "value" if owner_edge(compiled.assignment.template) is not None else "chain"
 
-    def _add(self, query: Query, kind: str, since: int) -> None:
+    def _add(self, compiled: CompiledQuery, kind: str, since: int) -> None:
         engine = self.value if kind == "value" else self.chain
-        normal: NormalQuery = self.shapes.normal(query)
-        engine.add_query(normal)
-        engine.set_since(query.qid, since)
-        self.engine_of[query.qid] = kind
+        engine.add_query(compiled.normal, assignment=compiled.assignment)
+        engine.set_since(compiled.qid, since)
+        self.engine_of[compiled.qid] = kind
 
     def _remove(self, qid: str) -> None:
         self.added_at.pop(qid, None)
@@ -181,6 +190,7 @@ def queries_at(registry: str, version: int, applied: str | None = None) -> JobQu
         cached = _adopt(registry, version, recorded)
     if cached is None or cached.version > version:
         cached = JobQueries()
+    texts = FromTexts(cached.shapes)
     for event in range(cached.version + 1, version + 1):
         offset = recorded.get(event)
         if offset is None:
@@ -188,7 +198,7 @@ def queries_at(registry: str, version: int, applied: str | None = None) -> JobQu
                 f"subscription event {event} of {registry} has no recorded offset: the "
                 "driver records it before the micro-batch that applies it"
             )
-        cached.apply(event, log, offset)
+        cached.apply(event, log, offset, compiler_for(registry, event, texts))
     cached.version = version
     _built[(registry, applied)] = cached
     return cached

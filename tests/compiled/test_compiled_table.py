@@ -1,0 +1,128 @@
+"""The compiled table gives back what was compiled, and the engines built from it equal
+the engines built from the query texts, internal tables and var ids included.
+
+That the results then equal ``xscl.reference`` is checked where the job's executor
+functions are driven without Spark (``tests/spark/test_spark_job_groups.py`` draws
+whether the registry is compiled).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given
+
+from tests.profiles import examples
+from tests.workloads import HEADER, NAMESPACES, Workload, query_texts, workloads
+from xscl.engine import LocalEngine
+from xscl.lang.normal_form import normalize
+from xscl.lang.parser import parse_query
+from xscl.lang.printer import format_query
+from xscl.spark_plugin.compiled.sources import FromTable, FromTexts
+from xscl.spark_plugin.compiled.spark_job import compile_in_process
+from xscl.spark_plugin.compiled.table import compiled_folder
+from xscl.spark_plugin.compiled.values import Decoder, encode
+from xscl.spark_plugin.job import queries
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.templates import assign_template
+from xscl.templates.registry import QueryRow
+
+
+@examples(100)
+@given(text=query_texts())
+def test_every_part_of_a_compiled_query_decodes_to_itself(text: str) -> None:
+    query = parse_query(text, namespaces=NAMESPACES)
+    normal = normalize(query)
+    assignment = assign_template(normal)
+    parts: list[Any] = [
+        query.blocks, query.ops, query.namespaces, normal.blocks, normal.ops,
+        normal.equalities, assignment.template, assignment.definitions,
+    ]  # fmt: skip
+    decoder = Decoder()
+    for part in parts:
+        assert decoder.value(encode(part)) == part
+    # a definition is built once, whichever value holds it
+    first = decoder.value(encode(normal.blocks))[0].exists
+    assert decoder.value(encode(normal.blocks[0].exists)) is first
+
+
+def _registry(folder: Path, text: str) -> SubscriptionLog:
+    """Event 1 subscribes ``text``; event 2 unsubscribes its first query; event 3
+    subscribes that query again (all applied at offsets 0, 3, 5)."""
+    log = SubscriptionLog(folder)
+    first = log.subscribe(text, source="workload.xscl").queries()[0]
+    log.unsubscribe([first.qid])
+    log.subscribe(HEADER + format_query(first) + ";\n", source="again.xscl")
+    for version, offset in ((1, 0), (2, 3), (3, 5)):
+        log.record_applied(version, offset)
+    return log
+
+
+def test_the_table_gives_back_the_compiled_queries_in_order(tmp_path: Path) -> None:
+    text = HEADER + "".join(
+        f"Q{i}: S//item->i[./a->x] JOIN {{x = y, {i}s}} T//entry[./b->y];\n" for i in range(40)
+    )
+    log = _registry(tmp_path, text)
+    assert compile_in_process(tmp_path, 1)
+    assert not compile_in_process(tmp_path, 1)  # once per event
+    assert compiled_folder(tmp_path, 1).is_dir() and not compiled_folder(tmp_path, 2).exists()
+    event = log.event(1)
+    from_table = FromTable(tmp_path).compiled(event)
+    assert [c.qid for c in from_table] == [f"Q{i}" for i in range(40)]
+    assert from_table == FromTexts().compiled(event)
+
+
+def _row(row: QueryRow) -> tuple[object, ...]:
+    return (row.qid, row.var_ids, row.windows, row.kinds, row.names)
+
+
+def _tables(engine: LocalEngine) -> dict[str, Any]:
+    """What registering built in an engine: R_T tables, Stage 1, claims, outputs."""
+    stage1 = engine.stage1
+    return {
+        "R_T": [
+            (t.template, t.template_id, [_row(r) for r in t.rows.values()])
+            for t in engine.registry.tables()
+        ],
+        "definitions": stage1.registered,
+        "requirements": (sorted(stage1._values), sorted(stage1._nodes), sorted(stage1._pairs)),
+        "claims": dict(engine._claim_counts),
+        "normal": engine.normal,
+        "outputs": {q: [b and b.signature for b in o.blocks] for q, o in engine.outputs.items()},
+        "plans": engine.plans,  # role plans with their R_T tries
+        "publish": engine.publish,
+        "since": engine._since,
+    }
+
+
+def _built(registry: Path, version: int) -> dict[str, Any]:
+    queries._built.clear()
+    built = queries.queries_at(str(registry), version)
+    return {
+        "value": _tables(built.value),
+        "chain": _tables(built.chain),
+        "engine_of": built.engine_of,
+        "added_at": built.added_at,
+        "routing": built.routing(),
+    }
+
+
+@examples(40, suppress=[HealthCheck.function_scoped_fixture])
+@given(workload=workloads(queries=(1, 5)))
+def test_engines_from_the_table_equal_engines_from_the_texts(
+    tmp_path_factory: Any, workload: Workload
+) -> None:
+    texts = tmp_path_factory.mktemp("texts")
+    _registry(texts, workload.text)
+    compiled = tmp_path_factory.mktemp("compiled")
+    shutil.copytree(texts, compiled, dirs_exist_ok=True)
+    partly = tmp_path_factory.mktemp("partly")
+    shutil.copytree(texts, partly, dirs_exist_ok=True)
+    assert compile_in_process(compiled, 1) and compile_in_process(compiled, 3)
+    assert compile_in_process(partly, 3)  # event 1 from its texts, event 3 from the table
+    for version in (1, 3):
+        expected = _built(texts, version)
+        assert _built(compiled, version) == expected
+        assert _built(partly, version) == expected

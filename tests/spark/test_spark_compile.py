@@ -1,0 +1,44 @@
+"""The compile job (``compiled.spark_job``): the registry's texts compiled on the executors,
+each subscribe event once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from xscl.spark_plugin.compiled import spark_job
+from xscl.spark_plugin.compiled.sources import FromTable, FromTexts
+from xscl.spark_plugin.compiled.table import compiled_folder
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+
+def _queries(first: int, count: int) -> str:
+    return "".join(
+        f"Q{i}: S//item->i[./a->x] JOIN {{x = y, {i}s}} T//entry[./b{i % 7}->y];\n"
+        for i in range(first, first + count)
+    )
+
+
+def test_the_job_compiles_each_event_once_in_parts(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 30 queries in parts of 10, at most one per core: two parts
+    monkeypatch.setattr(spark_job, "QUERIES_PER_PART", 10)
+    log = SubscriptionLog(tmp_path)
+    log.subscribe(_queries(0, 30), source="a.xscl")
+    log.unsubscribe(["Q3"])
+    assert [(p.event, p.part, p.parts) for p in spark_job.pending_parts(tmp_path, 2)] == [
+        (1, 0, 2),
+        (1, 1, 2),
+    ]
+    assert spark_job.compile_registry(spark, tmp_path) == [1]
+    assert spark_job.compile_registry(spark, tmp_path) == []  # a restart compiles nothing
+    log.subscribe(_queries(30, 5), source="b.xscl")
+    assert spark_job.compile_registry(spark, tmp_path) == [3]  # only the new event
+    assert not compiled_folder(tmp_path, 2).exists()  # an unsubscribe needs no rows
+    assert sorted(p.name for p in (tmp_path / "compiled").iterdir()) == ["event=1", "event=3"]
+    for version in (1, 3):
+        event = log.event(version)
+        assert FromTable(tmp_path).compiled(event) == FromTexts().compiled(event)

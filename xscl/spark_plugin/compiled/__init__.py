@@ -1,0 +1,7 @@
+"""Compiled subscriptions: what registering a query needs, computed once and kept as data.
+
+* ``values``: one value (AST, normal form, template) as JSON text, and back;
+* ``table``: the compiled table, one Parquet folder per subscribe event;
+* ``sources``: a worker's two ways to get an event's compiled queries (texts, table);
+* ``spark_job``: the Spark job that compiles the registry's texts on the executors.
+"""

@@ -1,0 +1,60 @@
+"""Where a worker takes a subscribe event's compiled queries from: its texts, or the table.
+
+``EventCompiler`` is the one question ``job.queries`` asks per subscribe event.
+``FromTexts`` answers it by parsing the event's query file, normalising and
+assigning templates (once per query shape, ``ShapeMemo``); ``FromTable`` reads the
+rows the compile job wrote (``table``). Both give equal normal forms and
+assignments in the same order, so the engines built from either are equal, var
+ids included (tested): workers that answered differently still agree on the ids
+Stage 1 rows carry.
+
+Where it runs: executors (``queries_at``), once per subscribe event and worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from xscl.spark_plugin.compiled.table import CompiledQuery, compiled_folder, read_event
+from xscl.spark_plugin.subscriptions import SubscriptionEvent
+from xscl.templates.shapes import ShapeMemo
+
+__all__ = ["EventCompiler", "FromTable", "FromTexts", "compiler_for"]
+
+
+class EventCompiler(Protocol):
+    """The compiled queries a subscribe event adds, in registration order."""
+
+    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]: ...
+
+
+class FromTexts:
+    """Parse, normalise and assign the event's queries (the compile job's own work)."""
+
+    def __init__(self, shapes: ShapeMemo | None = None) -> None:
+        self.shapes = shapes if shapes is not None else ShapeMemo()
+
+    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]:
+        out: list[CompiledQuery] = []
+        for query in event.queries():
+            normal = self.shapes.normal(query)
+            out.append(CompiledQuery(normal, self.shapes.assignment(normal)))
+        return out
+
+
+class FromTable:
+    """Read the event's rows of the compiled table under ``registry``."""
+
+    def __init__(self, registry: str | Path) -> None:
+        self.registry = Path(registry)
+
+    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]:
+        return read_event(self.registry, event.version)
+
+
+def compiler_for(registry: str | Path, version: int, texts: FromTexts) -> EventCompiler:
+    """The table when event ``version`` has been compiled, else ``texts``."""
+    if compiled_folder(registry, version).is_dir():
+        return FromTable(registry)
+    return texts

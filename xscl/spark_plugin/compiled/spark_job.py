@@ -1,0 +1,176 @@
+"""The compile job: the registry's query texts compiled (parsed, normalised, templates
+assigned) on the executors.
+
+``compile_registry`` runs when ``xscl serve`` starts, before the streaming query
+(``submit``; not for ``xscl run --engine spark``, whose registry lives for one
+run and whose workers would read each event once anyway). It compiles every subscribe event
+that has no compiled folder yet (``table``), so a restart compiles nothing again
+and a new event only its own queries::
+
+    spark.createDataFrame(parts)          # (event, part, parts): one row per task
+         .repartition(n)
+         .mapInArrow(CompileParts(registry), schema)   # executors
+         .write.partitionBy("event").parquet(staging)  # tasks write the files
+    staging/event=N  ->  REGISTRY/compiled/event=N     # driver: one rename per event
+
+An event of many queries is split into parts (``QUERIES_PER_PART`` each, at most
+one per core): a task reads the event's file from the registry folder, parses
+it (every part parses the whole file: splitting it needs the parser; parsing is
+about a sixth of compiling, docs/benchmarks.md) and compiles the queries at
+positions ``part, part + parts, ...``.
+
+Queries the workers cannot get from the table are taken from their texts
+(``sources.FromTexts``), so the job is an optimisation, never a condition: a
+query that fails to compile (texts were validated when subscribed, so this does
+not happen in practice) leaves its event uncompiled, where it fails as it did
+before there was a compiled table, with the same error code.
+
+Where each piece runs, how often, what is pickled (as PySpark's ``datasource.py``
+documents its classes):
+
+* ``compile_registry``, ``pending_parts``: driver, once per job start; read the
+  event files' ids only.
+* ``compile_in_process``: the same compilation without Spark (tests, benchmarks).
+* ``CompileParts``: pickled once per job (it holds the registry path only) and
+  called in an executor's Python worker once per task with that task's rows;
+  yields Arrow record batches (``table.SCHEMA`` plus ``event``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from xscl.errors import XsclError
+from xscl.spark_plugin.compiled.sources import FromTexts
+from xscl.spark_plugin.compiled.table import (
+    SCHEMA,
+    CompiledQuery,
+    compiled_batch,
+    compiled_folder,
+    publish_folder,
+    write_event,
+)
+from xscl.spark_plugin.subscriptions import SubscriptionLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "QUERIES_PER_PART",
+    "CompileParts",
+    "compile_in_process",
+    "compile_registry",
+    "pending_parts",
+]
+
+#: Queries of one event compiled by one task, at least (each part parses the whole file).
+QUERIES_PER_PART = 2_000
+
+#: What ``CompileParts`` yields: the compiled table's columns and the event.
+OUTPUT = pa.schema([("event", pa.int32()), *SCHEMA])
+
+
+@dataclass(frozen=True)
+class Part:
+    """The queries at positions ``part, part + parts, ...`` of one subscribe event."""
+
+    event: int
+    part: int
+    parts: int
+
+
+def pending_parts(registry: str | Path, max_parts: int) -> list[Part]:
+    """The parts of every subscribe event not compiled yet (driver)."""
+    log = SubscriptionLog(registry)
+    out: list[Part] = []
+    for event in log.events():
+        if event.op != "subscribe" or not event.ids:
+            continue
+        if compiled_folder(registry, event.version).exists():
+            continue
+        parts = max(1, min(max_parts, len(event.ids) // QUERIES_PER_PART))
+        out.extend(Part(event.version, k, parts) for k in range(parts))
+    return out
+
+
+@dataclass(frozen=True)
+class CompileParts:
+    """``mapInArrow``'s function: compiles the parts in its task's batches (executor)."""
+
+    registry: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        log = SubscriptionLog(self.registry)
+        texts = FromTexts()
+        for batch in batches:
+            for row in batch.to_pylist():
+                part = Part(int(row["event"]), int(row["part"]), int(row["parts"]))
+                queries = log.event(part.event).queries()
+                mine: list[tuple[int, CompiledQuery]] = []
+                for position in range(part.part, len(queries), part.parts):
+                    try:
+                        normal = texts.shapes.normal(queries[position])
+                        assignment = texts.shapes.assignment(normal)
+                    except XsclError:
+                        continue  # its event stays uncompiled (module docstring)
+                    mine.append((position, CompiledQuery(normal, assignment)))
+                compiled = compiled_batch(mine)
+                event = pa.array([part.event] * compiled.num_rows, pa.int32())
+                yield pa.RecordBatch.from_arrays([event, *compiled.columns], schema=OUTPUT)
+
+
+def compile_registry(spark: SparkSession, registry: str | Path) -> list[int]:
+    """Compile the registry's uncompiled subscribe events on the executors (driver, once
+    per job start); the events compiled now."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    registry = Path(registry)
+    parts = pending_parts(registry, spark.sparkContext.defaultParallelism)
+    if not parts:
+        return []
+    staging = registry / "compiled" / f".staging-{uuid.uuid4().hex}"
+    try:
+        rows = [(p.event, p.part, p.parts) for p in parts]
+        (
+            spark.createDataFrame(rows, "event INT, part INT, parts INT")
+            .repartition(len(rows))
+            .mapInArrow(CompileParts(str(registry)), from_arrow_schema(OUTPUT))
+            .write.partitionBy("event")
+            .parquet(str(staging))
+        )
+        return _publish(registry, staging, sorted({p.event for p in parts}))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def compile_in_process(registry: str | Path, version: int) -> bool:
+    """Compile subscribe event ``version`` in this process, as one task would, and write it
+    (tests and benchmarks; no Spark); False when it was compiled already or is incomplete."""
+    request = pa.RecordBatch.from_pylist([{"event": version, "part": 0, "parts": 1}])
+    out = pa.Table.from_batches(list(CompileParts(str(registry))(iter([request]))), OUTPUT)
+    if out.num_rows != len(SubscriptionLog(registry).event(version).ids):
+        return False
+    return write_event(registry, version, out)
+
+
+def _publish(registry: Path, staging: Path, events: list[int]) -> list[int]:
+    """Rename each event's written folder into place when it holds all its queries."""
+    log = SubscriptionLog(registry)
+    done: list[int] = []
+    for event in events:
+        written = staging / f"event={event}"
+        files = sorted(written.glob("*.parquet")) if written.is_dir() else []
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        if rows == len(log.event(event).ids) and publish_folder(
+            written, compiled_folder(registry, event)
+        ):
+            done.append(event)
+    return done
