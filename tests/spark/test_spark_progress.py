@@ -106,6 +106,9 @@ def test_results_come_from_the_committed_marker(tmp_path: Path) -> None:
         "watermark -, lag -, state 42 rows / 8192 bytes"
     ]
     assert CommittedResults(tmp_path).get(3) is None  # not committed (yet)
+    only_cel = ProgressPrinter(lines.append, results=CommittedResults(tmp_path), query="serve.cel")
+    only_cel.onQueryProgress(_Event())  # the XSCL query's batch: not this printer's
+    assert len(lines) == 1 and not only_cel.batches
 
 
 @pytest.mark.spark

@@ -185,7 +185,8 @@ class ProgressPrinter(StreamingQueryListener):
     micro-batch; exceptions in it are swallowed by Spark, so keep it simple.
     ``results`` (batch id -> results count, e.g. ``CommittedResults``) gives the
     results of a batch when no ``xscl`` observed metric is attached (the sink's own
-    row count includes dead letters).
+    row count includes dead letters). ``query``: only that query's batches (``xscl
+    serve`` runs the CEL query beside the XSCL one; None: every query's).
     """
 
     def __init__(
@@ -194,8 +195,10 @@ class ProgressPrinter(StreamingQueryListener):
         *,
         keep: int = 1000,
         results: Mapping[int, int] | CommittedResults | None = None,
+        query: str | None = None,
     ) -> None:
         self.emit = emit
+        self.query = query
         self.results = results
         self.batches: deque[BatchProgress] = deque(maxlen=keep)
         self._changed = threading.Condition()
@@ -208,6 +211,8 @@ class ProgressPrinter(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         """A micro-batch finished (driver, listener thread, once per batch)."""
         figures = batch_progress(json.loads(event.progress.json))
+        if self.query is not None and figures.query != self.query:
+            return
         if self.results is not None and not _observed(json.loads(event.progress.json)):
             figures = replace(figures, results=self.results.get(figures.batch_id))
         if isinstance(self.results, CommittedResults):

@@ -410,7 +410,7 @@ def _run_primary(
         _job_plan(args, log, spool, lateness, folders), fence=fence_of(lease.spec(), epoch)
     )
     printer = ProgressPrinter(
-        None if args.quiet else _stderr_line, results=CommittedResults(output)
+        None if args.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
     )
     spark.streams.addListener(printer)
     _compile_subscriptions(spark, plan.registry)
