@@ -146,9 +146,9 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    from xscl.events.event_folder import add_events
+    from xscl.events.event_folder import add_events, events_folder
 
-    folder = Path(args.home) / "cel-events" / args.name
+    folder = events_folder(Path(args.home), args.name)
     try:
         added = add_events(folder, args.file)
     except (OSError, UnicodeDecodeError) as exc:

@@ -30,7 +30,13 @@ from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.events.envelope import read_events
 
-__all__ = ["AddedEvents", "add_events", "events_file", "ready_files"]
+__all__ = ["AddedEvents", "add_events", "events_file", "events_folder", "ready_files"]
+
+
+def events_folder(home: Path, name: str) -> Path:
+    """Where ``xscl cel publish`` adds job ``name``'s plain events and ``xscl serve
+    --cel-queries`` reads them: ``HOME/cel-events/NAME``."""
+    return home / "cel-events" / name
 
 
 @dataclass(frozen=True)

@@ -326,12 +326,13 @@ def _start_cel(
     fence: str | None,
 ) -> Any:
     """Start the CEL query beside the XSCL one (``cel.serve``); say where it writes."""
+    from xscl.events.event_folder import events_folder
     from xscl.spark_plugin.cel import serve as cel_serve
 
     query = cel_serve.start(spark, cel, args, home.root, epoch, log.folder, fence)
     print(
         f"xscl serve: CEL queries {cel.path} -> {home.root / 'results' / (args.name + '.cel')} "
-        f"(events: {cel_serve.events_folder(home.root, args.name)})",
+        f"(events: {events_folder(home.root, args.name)})",
         file=sys.stderr,
     )
     return query

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xscl.events.event_folder import events_folder
 from xscl.lang.ast import Query
 
-__all__ = ["CelServe", "check", "events_folder"]
+__all__ = ["CelServe", "check"]
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,6 @@ class CelServe:
     path: str
     catalog: str
     slack: int
-
-
-def events_folder(home: Path, name: str) -> Path:
-    """Where ``xscl cel publish`` adds the job's plain events."""
-    return home / "cel-events" / name
 
 
 def check(path: str, slack_text: str, xscl_queries: list[Query]) -> CelServe | None:
