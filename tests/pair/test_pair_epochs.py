@@ -134,6 +134,21 @@ def test_cel_reads_only_xscl_batches_in_their_epochs_commit_log(tmp_path: Path) 
     assert keys == [*((1, b) for b in range(5)), (2, 5)]
 
 
+def test_the_cel_source_reads_each_xscl_marker_once(tmp_path: Path) -> None:
+    """The driver asks twice per micro-batch; markers are written once and never change,
+    so a reader parses each one once (here: a marker spoiled after its first read)."""
+    from xscl.spark_plugin.cel.source import SeenMarkers, _markers
+
+    first = _first_epoch(tmp_path)
+    seen = SeenMarkers()
+    checkpoints = str(first.checkpoint.parent)
+    before = _markers(str(first.results_root), checkpoints, seen)
+    assert len(seen.markers) == 6 and len(seen.logged) == 5
+    for marker in (first.results / "_commits").glob("*.json"):
+        marker.write_text("not JSON any more")
+    assert _markers(str(first.results_root), checkpoints, seen) == before
+
+
 def test_a_new_lease_store_continues_above_the_epochs_the_home_already_has(
     tmp_path: Path,
 ) -> None:

@@ -347,34 +347,45 @@ def epoch_chain(root: str | Path) -> list[tuple[int, int]]:
     return sorted(chain)
 
 
-def _markers_in(folder: Path) -> list[dict[str, Any]]:
+def _markers_in(
+    folder: Path, cache: dict[Path, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     commits = folder / COMMITS
     if not commits.is_dir():
         return []
     markers = []
     for marker in sorted(commits.glob("*.json")):
-        try:
-            markers.append(json.loads(marker.read_text(encoding="utf-8")))
-        except ValueError as exc:
-            raise ResultsDirectoryError(f"commit marker {marker} is not JSON: {exc}") from exc
+        known = None if cache is None else cache.get(marker)
+        if known is None:
+            try:
+                known = json.loads(marker.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ResultsDirectoryError(f"commit marker {marker} is not JSON: {exc}") from exc
+            if cache is not None:
+                cache[marker] = known
+        markers.append(known)
     return markers
 
 
-def visible_markers(path: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+def visible_markers(
+    path: str | Path, cache: dict[Path, dict[str, Any]] | None = None
+) -> list[tuple[Path, dict[str, Any]]]:
     """(folder of its parts, marker) of every marker readers see, in commit order.
 
     A plain results directory: its markers. An epoch chain: each epoch's markers
     after its own ``after`` and up to the next epoch's (the newest: all).
+    ``cache`` (marker file -> marker): markers already read, kept by a reader that
+    asks every micro-batch; a marker is written once, atomically, and never changed.
     """
     root = Path(path)
     chain = epoch_chain(root)
     if not chain:
-        return [(root, marker) for marker in _markers_in(root)]
+        return [(root, marker) for marker in _markers_in(root, cache)]
     out = []
     for index, (epoch, after) in enumerate(chain):
         cut = chain[index + 1][1] if index + 1 < len(chain) else None
         folder = epoch_folder(root, epoch)
-        for marker in _markers_in(folder):
+        for marker in _markers_in(folder, cache):
             batch = int(marker["batch"])
             if batch > after and (cut is None or batch <= cut):
                 out.append((folder, marker))

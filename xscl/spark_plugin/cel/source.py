@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +112,18 @@ class CelEventsDataSource(DataSource):
         return CelEventsReader(CelOptions.parse(self.options))
 
 
+@dataclass
+class SeenMarkers:
+    """What the driver already read of the XSCL results, kept across micro-batches: the
+    markers by file (written once, never changed) and the batches found in their epoch's
+    commit log (a logged batch stays logged)."""
+
+    markers: dict[Path, dict[str, Any]] = field(default_factory=dict)
+    logged: set[Path] = field(default_factory=set)
+
+
 def _markers(
-    root: str | None, checkpoints: str | None = None
+    root: str | None, checkpoints: str | None = None, seen: SeenMarkers | None = None
 ) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
     """((epoch, batch), folder, marker) of every visible XSCL batch marker, in order.
 
@@ -131,16 +141,18 @@ def _markers(
     """
     if root is None:
         return []
+    seen = seen or SeenMarkers()
     out = []
-    for folder, marker in visible_markers(root):
+    for folder, marker in visible_markers(root, seen.markers):
         name = folder.name
         epoch = int(name[1:]) if name.startswith("e") and name[1:].isdigit() else 0
         batch = int(marker["batch"])
-        if (
-            checkpoints is not None
-            and not (Path(checkpoints) / name / "commits" / str(batch)).exists()
-        ):
-            continue
+        if checkpoints is not None:
+            logged = Path(checkpoints) / name / "commits" / str(batch)
+            if logged not in seen.logged:
+                if not logged.exists():
+                    continue
+                seen.logged.add(logged)
         out.append(((epoch, batch), folder, marker))
     return out
 
@@ -151,9 +163,18 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: CelOptions) -> None:
         self.options = options
         self._target: Offset | None = None
+        #: driver only: not pickled to the executors (``__getstate__``)
+        self._seen = SeenMarkers()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_seen"] = SeenMarkers()
+        return state
 
     def _xscl_markers(self) -> list[tuple[tuple[int, int], Path, dict[str, Any]]]:
-        return _markers(self.options.xscl_results, self.options.xscl_checkpoints)
+        """The XSCL markers to read (driver, twice per micro-batch: offsets, partitions);
+        each marker file is parsed once per reader."""
+        return _markers(self.options.xscl_results, self.options.xscl_checkpoints, self._seen)
 
     def initialOffset(self) -> Offset:
         return {"xscl": [-1, -1], "events": 0, "latest": None}
