@@ -63,10 +63,6 @@ _BEFORE_TIME = -(2**63)
 #: Subscriptions at least this large are compiled with the cyclic GC paused: they
 #: allocate many small acyclic objects, and its scans of a big heap dominated.
 _GC_PAUSE_QUERIES = 1_000
-#: After a large subscription, a full collection only once the subscriptions grew by
-#: this factor since the last one (the collector's own rule for long-lived objects):
-#: subscribing n queries in chunks then costs O(n) collection work, not O(n^2).
-_GC_GROWTH = 1.25
 
 
 @dataclass(frozen=True)
@@ -143,8 +139,6 @@ class Engine:
             self._removed,
         )
         self.subscriptions: dict[str, _Subscription] = {}
-        #: subscriptions at the last full collection ``subscribe`` made
-        self._collected_at = 0
         self.time: int | None = None
         self._expiry: list[tuple[int, int, State, Any]] = []
         self._sequence = itertools.count()
@@ -179,13 +173,12 @@ class Engine:
         with _gc_paused(large):
             for query in program.queries:
                 self._subscribe(query, since)
-        if large and len(self.subscriptions) >= self._collected_at * _GC_GROWTH:
-            # A full collection now, while subscribing: the collector's count of
+        if large:
+            # One full collection now, while subscribing: the collector's count of
             # long-lived objects was taken before these were made, and its first full
             # pass over them would otherwise fall into event processing (seconds at
             # 400k subscriptions). Not gc.freeze(): unsubscribed states form cycles.
             gc.collect()
-            self._collected_at = len(self.subscriptions)
         return [q.qid for q in program.queries]
 
     def _subscribe(self, query: Query, since: int) -> None:
