@@ -41,6 +41,7 @@ from pathlib import Path
 from xscl.engine import LocalEngine
 from xscl.spark_plugin.compiled.sources import EventCompiler, FromTexts, compiler_for
 from xscl.spark_plugin.compiled.table import CompiledQuery
+from xscl.spark_plugin.job.worker_heap import settled, unsettled
 from xscl.spark_plugin.subscriptions import SubscriptionLog, apply_event
 from xscl.templates.canonical import Template
 from xscl.templates.shapes import ShapeMemo
@@ -184,6 +185,7 @@ def queries_at(registry: str, version: int, applied: str | None = None) -> JobQu
     cached = _built.get((registry, applied))
     if cached is not None and cached.version == version:
         return cached
+    unsettled()
     log = SubscriptionLog(Path(registry), applied)
     recorded = log.applied()
     if cached is None:
@@ -201,6 +203,7 @@ def queries_at(registry: str, version: int, applied: str | None = None) -> JobQu
         cached.apply(event, log, offset, compiler_for(registry, event, texts))
     cached.version = version
     _built[(registry, applied)] = cached
+    settled()
     return cached
 
 
