@@ -126,3 +126,22 @@ def test_engines_from_the_table_equal_engines_from_the_texts(
         expected = _built(texts, version)
         assert _built(compiled, version) == expected
         assert _built(partly, version) == expected
+
+
+def test_feed_subtitles_from_the_table_equal_those_from_the_texts(tmp_path: Path) -> None:
+    """The Atom feeds' subtitles (``SubscribedTexts``) read compiled events from the
+    table and the others from their files: the same texts, unsubscriptions applied."""
+    from xscl.spark_plugin.atom import SubscribedTexts
+
+    queries_text = "".join(
+        f"Q{i}: S//item->i[./a->x] FOLLOWED BY {{x = y, {i}m}} T//entry[./b->y];\n"
+        for i in range(1, 6)
+    )
+    log = _registry(tmp_path, HEADER + queries_text)  # events 1-3: Q1 out, then in again
+    log.unsubscribe(["Q2"])
+    from_texts = dict(SubscribedTexts(tmp_path)())
+    assert compile_in_process(tmp_path, 1) and compile_in_process(tmp_path, 3)
+    assert dict(SubscribedTexts(tmp_path)()) == from_texts
+    assert sorted(from_texts) == ["Q1", "Q3", "Q4", "Q5"]
+    third = next(q for q in log.event(1).queries() if q.qid == "Q3")
+    assert from_texts["Q3"] == format_query(third, with_id=False)

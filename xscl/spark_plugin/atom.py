@@ -54,6 +54,7 @@ from lxml import etree
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.engine.pieces import PieceCache
+from xscl.lang.ast import Query
 from xscl.spark_plugin.feed_entry import EntryText, cel_entry_text, entry_text
 from xscl.spark_plugin.results_sink import read_results
 
@@ -379,26 +380,62 @@ class _PendingFeed:
 class SubscribedTexts:
     """The text of each subscribed query of a job's registry, re-read when it changes.
 
-    Called once per flush: the feeds' subtitles.
+    Called once per flush: the feeds' subtitles. A subscribe event's queries come
+    from the compiled table when the compile job wrote it (no parsing), else from
+    the event's file; a text is formatted only when a feed asks for it, so a
+    worker does not print every subscription to write a few feeds.
     """
 
     def __init__(self, registry: str | Path) -> None:
         from xscl.spark_plugin.subscriptions import SubscriptionLog
 
+        self.registry = Path(registry)
         self.log = SubscriptionLog(registry)
         self._version = -1
-        self._texts: dict[str, str] = {}
+        self._texts: _QueryTexts = _QueryTexts({})
 
     def __call__(self) -> Mapping[str, str]:
-        from xscl.lang.printer import format_query
+        from xscl.spark_plugin.compiled.table import compiled_folder, read_event
+        from xscl.spark_plugin.subscriptions import SubscriptionEvent, apply_event
 
         versions = self.log.versions()
         latest = versions[-1] if versions else 0
         if latest != self._version:
-            current = self.log.current()
-            self._texts = {qid: format_query(q, with_id=False) for qid, q in current.items()}
+
+            def subscribed(event: SubscriptionEvent) -> list[Query]:
+                if compiled_folder(self.registry, event.version).is_dir():
+                    return [c.query for c in read_event(self.registry, event.version)]
+                return list(event.queries())
+
+            queries: dict[str, Query] = {}
+            for event in self.log.events():
+                apply_event(queries, event, subscribed)
+            self._texts = _QueryTexts(queries)
             self._version = latest
         return self._texts
+
+
+class _QueryTexts(Mapping[str, str]):
+    """Queries by id, read as their texts (formatted on first use, then kept)."""
+
+    def __init__(self, queries: dict[str, Query]) -> None:
+        self._queries = queries
+        self._texts: dict[str, str] = {}
+
+    def __getitem__(self, qid: str) -> str:
+        text = self._texts.get(qid)
+        if text is None:
+            from xscl.lang.printer import format_query
+
+            text = format_query(self._queries[qid], with_id=False)
+            self._texts[qid] = text
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._queries)
+
+    def __len__(self) -> int:
+        return len(self._queries)
 
 
 class AtomFeedWriter:
