@@ -190,9 +190,16 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 def measure_spark(
-    queries: Path, spool: Path, home: Path, batch: int, master: str, results_format: str
+    queries: Path,
+    spool: Path,
+    home: Path,
+    batch: int,
+    master: str,
+    results_format: str,
+    job_args: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The streaming job in this process: ``run_job`` with ``--once`` on ``master``."""
+    """The streaming job in this process: ``run_job`` with ``--once`` on ``master``
+    (``job_args``: more ``xscl serve`` options, e.g. ``benchmarks/hot_values``')."""
     from xscl.spark_plugin.progress import CommittedResults
     from xscl.spark_plugin.results_sink import epoch_folder
     from xscl.spark_plugin.submit import build_parser, run_job
@@ -200,7 +207,7 @@ def measure_spark(
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),
         "--master", master, "--once", "--quiet", "--max-records-per-batch", str(batch),
-        "--results-format", results_format,
+        "--results-format", results_format, *job_args,
     ]  # fmt: skip
     before = current_rss()
     start = time.perf_counter()
@@ -312,7 +319,13 @@ def worker(args: argparse.Namespace) -> int:
         out = measure_local(queries, spool)
     elif args.measure == "spark":
         out = measure_spark(
-            queries, spool, Path(args.home), args.batch, args.master[0], args.results_format[0]
+            queries,
+            spool,
+            Path(args.home),
+            args.batch,
+            args.master[0],
+            args.results_format[0],
+            args.job_args.split(),
         )
     else:
         out = measure_sequential(queries, spool, args.sample, args.seed)
@@ -553,6 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--spool", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--job-args", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     return worker(args) if args.measure else bench(args)
 
