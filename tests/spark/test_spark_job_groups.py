@@ -142,3 +142,28 @@ def test_the_join_groups_agree_with_the_reference(
     work = tmp_path_factory.mktemp("groups")
     got, _dead = run_job(work, workload.text, workload.docs, cuts, lateness, compiled)
     assert got == reference_by_id(work, workload.text, list(workload.docs), lateness)
+
+
+def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Results leave a group in frames of at most ``OUTPUT_CHUNK`` rows as they are made
+    (a heavy batch's results never sit whole in the worker), and they are all there."""
+    from xscl.spark_plugin.job import groups
+
+    monkeypatch.setattr(groups, "OUTPUT_CHUNK", 7)
+    sizes: list[int] = []
+    real_frame = groups._frame
+
+    def counted(rows: list[tuple[str, str, str, int, bytes]]) -> Any:
+        sizes.append(len(rows))
+        return real_frame(rows)
+
+    monkeypatch.setattr(groups, "_frame", counted)
+    text = "Q: S//item->i[./a->x] JOIN {x = y, INF} S//item->j[./a->y];\n"
+    docs = [_item(f"d{i}", i, "v") for i in range(12)]  # 12 * 11 ordered pairs
+    got, _dead = run_job(tmp_path, text, docs, cuts=[], lateness=None)
+    assert got == reference_by_id(tmp_path, text, docs, None)
+    assert len(got) == 132
+    assert max(sizes) <= 7 + 1  # the last frame adds the group's time row
+    assert sum(sizes) >= 132

@@ -143,9 +143,7 @@ def recorded_java_home(venv: Path) -> Path | None:
     return Path(matches[-1]) if matches else None
 
 
-def find_java_home(
-    environ: Mapping[str, str] | None = None, *, venv: Path | None = None
-) -> Path:
+def find_java_home(environ: Mapping[str, str] | None = None, *, venv: Path | None = None) -> Path:
     """Locate the Java runtime Spark will use, before any JVM is started.
 
     Order: ``JAVA_HOME``; the one ``scripts/bootstrap.sh java`` recorded in the venv's
@@ -185,6 +183,11 @@ def session_conf(home: XsclHome, *, shuffle_partitions: int = 2) -> dict[str, st
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # rows per Arrow batch between the JVM and Python workers: a join group's
+        # results carry their documents' XML (~200 KB a row in the heavy 100k
+        # benchmark), and Spark's default of 10,000 made one 1.9 GB batch, past the
+        # JVM's 1 GB of direct memory for Arrow (docs/benchmarks.md)
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.sql.warehouse.dir": str(home.root / "warehouse"),
         "spark.local.dir": str(home.tmp),

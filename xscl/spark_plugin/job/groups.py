@@ -73,6 +73,10 @@ OUTPUT_DDL = "kind STRING, query STRING, result_id STRING, end BIGINT, line BINA
 #: Spark DDL of a group's state.
 STATE_DDL = "docs BINARY"
 _OUTPUT_COLUMNS = ("kind", "query", "result_id", "end", "line")
+#: Output rows per frame a group yields: PySpark turns frames into Arrow batches of
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (``session``), so a batch
+#: with hundreds of thousands of results never sits whole in the worker's memory.
+OUTPUT_CHUNK = 1_000
 
 
 @dataclass
@@ -203,6 +207,9 @@ class JoinGroups:
         for record in records:
             line = encoder.encode(record)
             out.append(("result", record.query, record.result_id, record.end_micros, line))
+            if len(out) >= OUTPUT_CHUNK:
+                yield _frame(out)  # a heavy batch's results leave as they are made
+                out = []
         if group != CHAIN_GROUP and self.hot_threshold is not None:
             out.extend(("hot", "", "", 0, v.encode()) for v in stored.hot(self.hot_threshold))
         if stored.docs:
