@@ -42,6 +42,7 @@ MUST_HAVE_EXAMPLES = [
     "xscl.spark_plugin.cel.source",
     "xscl.spark_plugin.feed_entry",
     "xscl.spark_plugin.job.shape",
+    "xscl.spark_plugin.sharing.keys",
 ]
 
 
