@@ -1,11 +1,16 @@
 """What a query shares with others, and the sharing groups found by union-find (the oracle).
 
-A query's sharing keys are ``(kind, text)`` pairs:
+A query's sharing keys are ``(kind, value)`` pairs:
 
-* ``("template", T)``: its template, as the compiled table's ``template`` cell;
-* ``("definition", D)``: each Stage-1 definition of its R_T row (``definitions``);
+* ``("template", T)``: its template (a ``Template``);
+* ``("definition", D)``: each Stage-1 definition of its R_T row (a ``VarDef``);
 * ``("stream", S)``: the stream it PUBLISHes, and each stream it reads that a live
   query publishes (a stream nobody publishes shares nothing but the spool).
+
+Two values are equal exactly when their compiled-table cells are (``values.encode``
+is stable and decodes back to an equal value), so the Spark graph, keyed by those
+cells (``registry``), groups the queries the same way; values hash far faster than
+they encode.
 
 Queries with a key in common are in one group, and so, transitively, are their
 partners: the groups are the connected components of the bipartite graph between
@@ -26,7 +31,6 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xscl.spark_plugin.compiled.table import CompiledQuery
-from xscl.spark_plugin.compiled.values import encode
 
 __all__ = ["DEFINITION", "STREAM", "TEMPLATE", "groups", "query_keys", "sharing_groups"]
 
@@ -75,11 +79,11 @@ def groups(pairs: Iterable[tuple[_V, Hashable]]) -> list[list[_V]]:
     return list(out.values())
 
 
-def query_keys(compiled: CompiledQuery, published: frozenset[str]) -> list[tuple[str, str]]:
+def query_keys(compiled: CompiledQuery, published: frozenset[str]) -> list[tuple[str, Hashable]]:
     """The sharing keys of one query; ``published``: the streams live queries PUBLISH."""
     assignment, query = compiled.assignment, compiled.query
-    keys = [(TEMPLATE, encode(assignment.template))]
-    keys.extend((DEFINITION, encode(d)) for d in assignment.definitions)
+    keys: list[tuple[str, Hashable]] = [(TEMPLATE, assignment.template)]
+    keys.extend((DEFINITION, d) for d in assignment.definitions)
     if query.publish is not None:
         keys.append((STREAM, query.publish))
     keys.extend((STREAM, b.stream) for b in query.blocks if b.stream in published)
