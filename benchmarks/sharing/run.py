@@ -7,7 +7,9 @@ The subscriptions are ``benchmarks/spark_rss``'s generator (thesis 6.6.1, window
 INF) over the leaves ``benchmarks/registration`` uses. Per size, in a fresh
 registry: one ``SubscriptionLog.subscribe`` event of all of them (validated as
 ``xscl subscribe`` does), compiled in this process by the compile job's own task
-function (``compile_in_process``: ``CompileParts``, ``compiled_batch``), then:
+function (``CompileParts``, ``compiled_batch``) in parts of at most
+``PART_QUERIES`` queries (a part is one Arrow batch: at 1M queries in one batch a
+string column passes Arrow's 2 GiB and ``compiled_batch`` fails), then:
 
 * ``oracle s``: the event's compiled queries read back as a worker reads them
   (``read_event``) and grouped by ``sharing.summary.in_process`` (union-find; what
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import shutil
 import sys
@@ -36,17 +39,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark_rss"))
 import workload  # benchmarks/spark_rss/workload.py: the subscription generator
 
-from xscl.spark_plugin.compiled.spark_job import compile_in_process
-from xscl.spark_plugin.compiled.table import read_event
+from xscl.spark_plugin.compiled.spark_job import OUTPUT, CompileParts
+from xscl.spark_plugin.compiled.table import read_event, write_event
 from xscl.spark_plugin.sharing.registry import sharing_graph, summarize
 from xscl.spark_plugin.sharing.star import DataFrameComponents
 from xscl.spark_plugin.sharing.summary import SharingSummary, in_process
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 HERE = Path(__file__).resolve().parent
+#: Queries compiled into one Arrow batch, at most (each part parses the whole event).
+PART_QUERIES = 250_000
 #: Groups compared between the two summaries.
 TOP = 5
 COMPARED = ("queries", "templates", "definitions", "published_streams", "groups", "singletons",
@@ -97,7 +104,10 @@ def measure(spark: Any, count: int, leaves: Sequence[str], work: Path) -> Row:
     started = time.perf_counter()
     log = SubscriptionLog(registry)
     event = log.subscribe("\n".join(workload.subscriptions(count, leaves, seed=count)), source="b")
-    assert compile_in_process(registry, event.version)
+    parts = math.ceil(count / PART_QUERIES)
+    request = [{"event": event.version, "part": k, "parts": parts} for k in range(parts)]
+    batches = CompileParts(str(registry))(iter([pa.RecordBatch.from_pylist(request)]))
+    assert write_event(registry, event.version, pa.Table.from_batches(list(batches), OUTPUT))
     prepare = time.perf_counter() - started
     compiled = read_event(registry, event.version)
     started = time.perf_counter()
