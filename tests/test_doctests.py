@@ -43,6 +43,7 @@ MUST_HAVE_EXAMPLES = [
     "xscl.spark_plugin.feed_entry",
     "xscl.spark_plugin.job.shape",
     "xscl.spark_plugin.job.worker_heap",
+    "xscl.spark_plugin.sharing.keys",
 ]
 
 

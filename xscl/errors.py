@@ -397,6 +397,11 @@ class OutputWriteError(XsclError, OSError):
     default_code = "XSCL-S023"
 
 
+class NoSubscriptionsError(XsclError, ValueError):
+    """A job with nothing to explain: no registry under the home (``XSCL-S015``), or
+    one whose queries were all unsubscribed (``XSCL-S016``)."""
+
+
 class SubscriptionError(XsclError, ValueError):
     """A subscribe/unsubscribe that cannot be applied (``XSCL-S010``-``S014``).
 
@@ -520,6 +525,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "XSCL-S014": ErrorCode(
         SubscriptionError, "an event file of the subscription registry cannot be read"
+    ),
+    "XSCL-S015": ErrorCode(
+        NoSubscriptionsError, "the job has no registry under the home (nothing subscribed)"
+    ),
+    "XSCL-S016": ErrorCode(
+        NoSubscriptionsError, "the job's registry holds no subscribed query (all unsubscribed)"
     ),
     "XSCL-S020": ErrorCode(
         LeaseLostError, "this instance lost the job's lease to a newer epoch and stops (fenced)"

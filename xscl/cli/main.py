@@ -36,6 +36,7 @@ xscl evaluates many continuous XSCL join queries over XML and RSS/Atom streams.
 Typical session:
   xscl check queries.xscl                 validate a query file (exit 0 or 2)
   xscl explain queries.xscl               normal form, shared variables, templates
+  xscl explain --sharing --home H         the groups of a job's queries that share state
   xscl run --queries Q.xscl --input docs.jsonl --output results.jsonl
                                           evaluate a batch of documents
   xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool

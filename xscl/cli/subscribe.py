@@ -158,7 +158,7 @@ def _cannot_write(command: str, home: str, folder: Path, exc: OSError) -> None:
     )
 
 
-def _registry_problem(home: Path, name: str, folder: Path) -> str | None:
+def registry_problem(home: Path, name: str, folder: Path) -> str | None:
     """Why the registry of job ``name`` under ``home`` cannot be listed; None if it can."""
     try:
         if not home.is_dir():
@@ -188,7 +188,7 @@ def run_list(args: argparse.Namespace) -> int:
     from xscl.spark_plugin.subscriptions import SubscriptionLog, describe
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
-    problem = _registry_problem(Path(args.home), args.name, log.folder)
+    problem = registry_problem(Path(args.home), args.name, log.folder)
     if problem is not None:
         print(f"xscl subscriptions: {problem}", file=sys.stderr)
         return 2
