@@ -5,11 +5,12 @@
 
 The subscriptions are ``benchmarks/spark_rss``'s generator (thesis 6.6.1, windows
 INF) over the leaves ``benchmarks/registration`` uses. Per size, in a fresh
-registry: one ``SubscriptionLog.subscribe`` event of all of them (validated as
-``xscl subscribe`` does), compiled in this process by the compile job's own task
-function (``CompileParts``, ``compiled_batch``) in parts of at most
-``PART_QUERIES`` queries (a part is one Arrow batch: at 1M queries in one batch a
-string column passes Arrow's 2 GiB and ``compiled_batch`` fails), then:
+registry: ``SubscriptionLog.subscribe`` events of ``EVENT_QUERIES`` subscriptions
+each (validated as ``xscl subscribe`` does), each compiled in this process by the
+compile job's own task function (``compile_in_process``: ``CompileParts``,
+``compiled_batch``) before the next. One event of 1M queries compiled in one
+process needs ~20 GB (its parse ~6 GB, its one Arrow batch ~6 GB, past Arrow's
+2 GiB per string column), more than this machine gives a process. Then:
 
 * ``oracle s``: the event's compiled queries read back as a worker reads them
   (``read_event``) and grouped by ``sharing.summary.in_process`` (union-find; what
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import os
 import shutil
 import sys
@@ -39,21 +39,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark_rss"))
 import workload  # benchmarks/spark_rss/workload.py: the subscription generator
 
-from xscl.spark_plugin.compiled.spark_job import OUTPUT, CompileParts
-from xscl.spark_plugin.compiled.table import read_event, write_event
+from xscl.spark_plugin.compiled.spark_job import compile_in_process
+from xscl.spark_plugin.compiled.table import read_event
 from xscl.spark_plugin.sharing.registry import sharing_graph, summarize
 from xscl.spark_plugin.sharing.star import DataFrameComponents
 from xscl.spark_plugin.sharing.summary import SharingSummary, in_process
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 HERE = Path(__file__).resolve().parent
-#: Queries compiled into one Arrow batch, at most (each part parses the whole event).
-PART_QUERIES = 250_000
+#: Subscriptions per subscribe event (one compiled Arrow batch each).
+EVENT_QUERIES = 100_000
 #: Groups compared between the two summaries.
 TOP = 5
 COMPARED = ("queries", "templates", "definitions", "published_streams", "groups", "singletons",
@@ -103,13 +101,12 @@ def measure(spark: Any, count: int, leaves: Sequence[str], work: Path) -> Row:
     registry = work / f"registry-{count}"
     started = time.perf_counter()
     log = SubscriptionLog(registry)
-    event = log.subscribe("\n".join(workload.subscriptions(count, leaves, seed=count)), source="b")
-    parts = math.ceil(count / PART_QUERIES)
-    request = [{"event": event.version, "part": k, "parts": parts} for k in range(parts)]
-    batches = CompileParts(str(registry))(iter([pa.RecordBatch.from_pylist(request)]))
-    assert write_event(registry, event.version, pa.Table.from_batches(list(batches), OUTPUT))
+    texts = workload.subscriptions(count, leaves, seed=count)
+    for first in range(0, count, EVENT_QUERIES):
+        chunk = "\n".join(texts[first : first + EVENT_QUERIES])
+        assert compile_in_process(registry, log.subscribe(chunk, source=f"b{first}").version)
     prepare = time.perf_counter() - started
-    compiled = read_event(registry, event.version)
+    compiled = [query for version in log.versions() for query in read_event(registry, version)]
     started = time.perf_counter()
     oracle = in_process(compiled, TOP)
     oracle_seconds = time.perf_counter() - started
