@@ -395,21 +395,15 @@ class SubscribedTexts:
         self._texts: _QueryTexts = _QueryTexts({})
 
     def __call__(self) -> Mapping[str, str]:
-        from xscl.spark_plugin.compiled.table import compiled_folder, read_event
-        from xscl.spark_plugin.subscriptions import SubscriptionEvent, apply_event
+        from xscl.spark_plugin.compiled.sources import subscribed_queries
+        from xscl.spark_plugin.subscriptions import apply_event
 
         versions = self.log.versions()
         latest = versions[-1] if versions else 0
         if latest != self._version:
-
-            def subscribed(event: SubscriptionEvent) -> list[Query]:
-                if compiled_folder(self.registry, event.version).is_dir():
-                    return [c.query for c in read_event(self.registry, event.version)]
-                return list(event.queries())
-
             queries: dict[str, Query] = {}
             for event in self.log.events():
-                apply_event(queries, event, subscribed)
+                apply_event(queries, event, lambda e: subscribed_queries(self.registry, e))
             self._texts = _QueryTexts(queries)
             self._version = latest
         return self._texts

@@ -16,11 +16,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from xscl.lang.ast import Query
 from xscl.spark_plugin.compiled.table import CompiledQuery, compiled_folder, read_event
 from xscl.spark_plugin.subscriptions import SubscriptionEvent
 from xscl.templates.shapes import ShapeMemo
 
-__all__ = ["EventCompiler", "FromTable", "FromTexts", "compiler_for"]
+__all__ = [
+    "EventCompiler",
+    "FromTable",
+    "FromTexts",
+    "compiler_for",
+    "is_compiled",
+    "subscribed_queries",
+]
 
 
 class EventCompiler(Protocol):
@@ -53,8 +61,19 @@ class FromTable:
         return read_event(self.registry, event.version)
 
 
+def is_compiled(registry: str | Path, version: int) -> bool:
+    """Has the compile job written subscribe event ``version``'s rows?"""
+    return compiled_folder(registry, version).is_dir()
+
+
 def compiler_for(registry: str | Path, version: int, texts: FromTexts) -> EventCompiler:
     """The table when event ``version`` has been compiled, else ``texts``."""
-    if compiled_folder(registry, version).is_dir():
-        return FromTable(registry)
-    return texts
+    return FromTable(registry) if is_compiled(registry, version) else texts
+
+
+def subscribed_queries(registry: str | Path, event: SubscriptionEvent) -> list[Query]:
+    """The queries subscribe ``event`` adds, without normalising them: from the table
+    when it has been compiled (no parsing), else parsed from the event's file."""
+    if is_compiled(registry, event.version):
+        return [c.query for c in read_event(registry, event.version)]
+    return list(event.queries())
