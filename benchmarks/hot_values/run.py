@@ -97,15 +97,9 @@ def feed_queries(windows: int) -> list[str]:
     ]
 
 
-def skew(home: Path, batches: int) -> tuple[float | None, float | None, int]:
+def skew(spark: dict[str, Any]) -> tuple[float | None, float | None, int]:
     """Median and worst max/mean over the batches after the first; batches counted."""
-    from xscl.spark_plugin.progress import CommittedResults
-    from xscl.spark_plugin.results_sink import epoch_folder
-
-    markers = CommittedResults(epoch_folder(home / "results" / "xscl", 1))
-    ratios = [
-        t[0] / t[1] for b in range(1, batches) if (t := markers.tasks(b)) is not None and t[1] > 0
-    ]
+    ratios = spark["task_skews"][1:]
     if not ratios:
         return None, None, 0
     return statistics.median(ratios), max(ratios), len(ratios)
@@ -155,9 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 work / f"spark-{kind}-{label.replace(' ', '-')}.log",
             )  # fmt: skip
             if "error" not in spark:
-                spark["skew_p50"], spark["skew_max"], spark["skew_batches"] = skew(
-                    home, spark["batches"]
-                )
+                spark["skew_p50"], spark["skew_max"], spark["skew_batches"] = skew(spark)
                 spark["hot_values"] = hot_count(home)
             print(f"  {kind} {label}: spark {json.dumps(spark)}", flush=True)
             rows.append({"workload": kind, "label": label, "local": local, "spark": spark})

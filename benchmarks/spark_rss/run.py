@@ -259,6 +259,7 @@ def measure_spark(
         "p95_ms": percentile(durations, 0.95) if durations else None,
         "state_rows": last.state_rows if last else 0,
         "state_bytes": last.state_bytes if last else 0,
+        "task_skews": skew,  # per batch with documents, in order
         "task_skew_p50": statistics.median(skew) if skew else None,
         "task_skew_max": max(skew) if skew else None,
         "driver_cpu_s": own,
@@ -390,8 +391,10 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
             p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
             share = spark["driver_cpu_s"] / spark["tree_cpu_s"] if spark["tree_cpu_s"] else 0
             cpu = f"{100 * share:.0f}%"
-            skew = "-" if spark["task_skew_p50"] is None else (
-                f"{spark['task_skew_p50']:.2f}/{spark['task_skew_max']:.2f}"
+            skew = (
+                "-"
+                if spark["task_skew_p50"] is None
+                else (f"{spark['task_skew_p50']:.2f}/{spark['task_skew_max']:.2f}")
             )
             state = mib(spark["state_bytes"])
             s_results = str(spark["results"])
@@ -553,8 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="+",
         choices=("jsonl", "parquet"),
         default=["jsonl"],
-        help="the streaming job's result file format(s), each with every master "
-        "(default: jsonl)",
+        help="the streaming job's result file format(s), each with every master (default: jsonl)",
     )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the temp work folder")
