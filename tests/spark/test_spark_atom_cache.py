@@ -158,15 +158,33 @@ def record_pool(draw: st.DrawFn) -> list[dict[str, Any]]:
             docs.append(
                 {"stream": draw(st.sampled_from(["S", "T&U"])), "docid": docid, "ts": format_ts(ts)}
             )
-        pool.append(
-            {
-                "query": draw(st.sampled_from(["A", "B", "C"])),
-                "result_id": f"{n:04x}",
-                "docs": docs,
-                "xml": draw(XML_TEXT),
-            }
-        )
+        query = draw(st.sampled_from(["A", "B", "C"]))
+        record: dict[str, Any] = {
+            "query": query,
+            "result_id": f"{n:04x}",
+            "docs": docs,
+            "xml": draw(st.one_of(XML_TEXT, RESULT_BODIES.map(_wrapped(query)))),
+        }
+        if draw(st.booleans()):
+            record["values"] = draw(st.sampled_from([{}, {"x": "a"}, {"x": "a", "y": "b"}]))
+        pool.append(record)
     return pool
+
+
+#: Result bodies shared by results of several queries (as a ``SELECT *`` result's
+#: elements are): the writer keeps each body's entry text and CDATA once.
+RESULT_BODIES = st.sampled_from(
+    [
+        "<item><title>One &amp; two</title><link>https://example.org/1</link></item>",
+        "<item><title>]]&gt;</title></item><entry><title type='html'>&lt;b&gt;B</title></entry>",
+        '<var name="x">a</var><var name="z">zed\r</var>',
+        "<item>\r\n]</item><item>]</item>",
+    ]
+)
+
+
+def _wrapped(query: str) -> Any:
+    return lambda body: f'<result query="{query}">{body}</result>'
 
 
 @examples(60)
@@ -429,4 +447,10 @@ def test_content_from_pieces_equals_content_of_the_whole(
     writer = AtomFeedWriter("unused", cache_bytes=cache_bytes)
     record = {"xml": "".join(parts), "xml_parts": tuple(parts)}
     for _ in range(2):  # cold, then from the piece cache
-        assert writer._content(record) == atom.character_data("".join(parts))
+        assert writer._content(record, record["xml_parts"]) == atom.character_data("".join(parts))
+    # a result's XML split at its wrapper (``result_body``) the same way
+    wrapped = '<result query="q">' + "".join(parts) + "</result>"
+    split = atom.result_body(wrapped)
+    assert split is not None and "".join(split) == wrapped
+    for _ in range(2):
+        assert writer._content({"xml": wrapped}, split) == atom.character_data(wrapped)

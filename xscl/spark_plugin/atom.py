@@ -201,6 +201,28 @@ def entry_of(
     return render_entry(entry_id_of(record), updated, text, xml)
 
 
+_RESULT_START = '<result query="'
+_RESULT_END = "</result>"
+
+
+def result_body(xml: str) -> tuple[str, str, str] | None:
+    """A result's XML as (its ``<result query="...">`` tag, the body, ``</result>``);
+    None if it is not wrapped so. The tag is lxml's serialisation (``records.result_tag``),
+    which escapes ``>`` in the attribute, so the first ``>`` ends it.
+
+    >>> result_body('<result query="q1"><a/><b>x</b></result>')
+    ('<result query="q1">', '<a/><b>x</b>', '</result>')
+    >>> result_body('<result query="q1"/>') is None
+    True
+    """
+    if not (xml.startswith(_RESULT_START) and xml.endswith(_RESULT_END)):
+        return None
+    tag_end = xml.find(">", len(_RESULT_START)) + 1
+    if tag_end == 0 or xml[tag_end - 2] == "/":
+        return None
+    return xml[:tag_end], xml[tag_end : -len(_RESULT_END)], _RESULT_END
+
+
 def _safe_parser() -> etree.XMLParser:
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
@@ -469,6 +491,10 @@ class AtomFeedWriter:
         self._cached_size = 0
         #: XML piece -> its CDATA body (``_cdata_body``), a quarter of ``cache_bytes``
         self._pieces = PieceCache(cache_bytes // 4)
+        #: (XML body, documents, join values) -> the entry's text (``_entry``)
+        self._texts: dict[tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...]], EntryText]
+        self._texts = {}
+        self._texts_size = 0
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
@@ -566,15 +592,41 @@ class AtomFeedWriter:
         keys = [(e.updated_micros, i) for i, e in current.items() if i not in fresh]
         keys.extend((end, i) for i, (end, _record) in fresh.items())
         return [
-            entry_of(fresh[i][1], end, self._content(fresh[i][1])) if i in fresh else current[i]
+            self._entry(fresh[i][1], end) if i in fresh else current[i]
             for end, i in heapq.nlargest(self.max_entries, keys)
         ]
 
-    def _content(self, record: Mapping[str, Any]) -> bytes:
+    def _entry(self, record: Mapping[str, Any], end: int) -> FeedEntry:
+        """``entry_of(record)``, with the work the record shares with others done once.
+
+        Results of the same documents share their XML but for the ``<result
+        query="...">`` wrapper (every query that matched them): the body's CDATA and
+        the entry's text (title, links, HTML: from the documents, the join values and
+        the XML's elements, never the query) are kept per body, so a heavy batch
+        parses each document pairing once, not once per result.
+        """
+        parts = record.get("xml_parts")
+        if parts is None:
+            parts = result_body(str(record.get("xml", "")))
+        content = self._content(record, parts)
+        if parts is None or not record.get("docs"):  # a CEL result, or no documents
+            return entry_of(record, end, content)
+        docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
+        key = ("".join(parts[1:-1]), docs, tuple((record.get("values") or {}).items()))
+        text = self._texts.get(key)
+        if text is None:
+            text = entry_text(record)
+            if self._texts_size + len(key[0]) > self._pieces.max_bytes:
+                self._texts.clear()
+                self._texts_size = 0
+            self._texts[key] = text
+            self._texts_size += len(key[0])
+        return render_entry(entry_id_of(record), end, text, content)
+
+    def _content(self, record: Mapping[str, Any], parts: Sequence[str] | None) -> bytes:
         """``character_data`` of the record's XML, from its pieces when it has them
         (``xml_parts``: a ``SELECT *`` result's elements, shared by every result of the
-        same documents), each piece converted once."""
-        parts = record.get("xml_parts")
+        same documents; else ``result_body``'s split), each piece converted once."""
         if parts is None:
             return character_data(str(record.get("xml", "")))
         bodies = [self._pieces.get(part, _cdata_body) for part in parts]
