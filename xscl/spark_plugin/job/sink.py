@@ -52,7 +52,7 @@ from pyspark.sql.types import StructType
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
 from xscl.spark_plugin.atom import AtomFeedWriter, SubscribedTexts
-from xscl.spark_plugin.job.result_parts import staged_part
+from xscl.spark_plugin.job.result_parts import ResultPart, staged_part
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
     COMMITS,
@@ -147,41 +147,21 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         partition = task_partition()
         staging = Path(self.path) / STAGING
         staging.mkdir(parents=True, exist_ok=True)
-        dead: list[bytes] = []
         feeds = FeedRounds(self._feed_writer, self.feed_entries, staging)
         try:
-            seen: set[str] = set()
-            hot: set[str] = set()
-            spent: dict[int, int] = {}
-            max_end: int | None = None
             with staged_part(self.part_format, staging, partition) as results:
+                rows = _TaskRows(results, feeds)
                 for batch in iterator:
-                    columns = batch.to_pydict()
-                    for kind, query, result_id, end, line in zip(
-                        columns["kind"],
-                        columns["query"],
-                        columns["result_id"],
-                        columns["end"],
-                        columns["line"],
-                        strict=True,
-                    ):
-                        if kind == "dead":
-                            dead.append(line)
-                        elif kind == "hot":
-                            hot.add(line.decode())
-                        elif kind == "time":
-                            spent[int(query)] = spent.get(int(query), 0) + end
-                        elif result_id not in seen:
-                            seen.add(result_id)
-                            results.add(line)
-                            max_end = end if max_end is None else max(max_end, end)
-                            feeds.add(query, end, result_id, line)
+                    rows.take(batch)
                 output = TaskOutput(
-                    results.close(), hot=sorted(hot), group_micros=spent, max_end=max_end
+                    results.close(),
+                    hot=sorted(rows.hot),
+                    group_micros=rows.spent,
+                    max_end=rows.max_end,
                 )
-            if dead:
-                output.dead = _stage_bytes(staging, b"".join(dead), ".jsonl")
-                output.dead_rows = len(dead)
+            if rows.dead:
+                output.dead = _stage_bytes(staging, b"".join(rows.dead), ".jsonl")
+                output.dead_rows = len(rows.dead)
             output.feeds = feeds.finish()
         finally:
             feeds.close()  # a failed task's spill file
@@ -302,6 +282,43 @@ def check_fence(fence: str) -> None:
     epoch = int(spec["epoch"])
     if not lease.holds(epoch):
         raise LeaseLostError(lost_message(epoch, lease.read()))
+
+
+class _TaskRows:
+    """One sink task's rows split by kind as they arrive (executor, once per task):
+    results to their part and feeds (each result id once), dead letters, hot values,
+    the join groups' time per state partition."""
+
+    def __init__(self, results: ResultPart, feeds: FeedRounds) -> None:
+        self.results = results
+        self.feeds = feeds
+        self.dead: list[bytes] = []
+        self.hot: set[str] = set()
+        self.spent: dict[int, int] = {}
+        self.max_end: int | None = None
+        self._seen: set[str] = set()
+
+    def take(self, batch: pa.RecordBatch) -> None:
+        columns = batch.to_pydict()
+        for kind, query, result_id, end, line in zip(
+            columns["kind"],
+            columns["query"],
+            columns["result_id"],
+            columns["end"],
+            columns["line"],
+            strict=True,
+        ):
+            if kind == "dead":
+                self.dead.append(line)
+            elif kind == "hot":
+                self.hot.add(line.decode())
+            elif kind == "time":
+                self.spent[int(query)] = self.spent.get(int(query), 0) + end
+            elif result_id not in self._seen:
+                self._seen.add(result_id)
+                self.results.add(line)
+                self.max_end = end if self.max_end is None else max(self.max_end, end)
+                self.feeds.add(query, end, result_id, line)
 
 
 #: Result bytes a sink task holds in memory for its Atom feeds; past them the kept
