@@ -1,8 +1,7 @@
 """``xscl-job-output``: where the join groups' rows go, written by tasks, committed by batch.
 
 The job's streaming query ends in this sink. Its rows (``groups.OUTPUT_DDL``) arrive
-partitioned by query id and sorted by it, so each task owns its queries' Atom feeds for
-the batch:
+partitioned by query id, so each task owns its queries' Atom feeds for the batch:
 
 * **results**: each task writes its result lines to one staging part as they arrive
   (``result_parts``: JSON Lines, or Parquet with ``format=parquet``; repeated result
@@ -43,7 +42,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -360,7 +359,7 @@ class FeedRounds:
         #: per query, a min-heap of its newest (end, result id, line or spill offset)
         self._newest: dict[str, list[tuple[int, str, Any]]] = {}
         self._held = 0
-        self._spill: Any = None  # the open spill file, once memory_bytes is passed
+        self._spill: IO[bytes] | None = None  # open once memory_bytes is passed
 
     def add(self, query: str, end: int, result_id: str, line: bytes) -> None:
         """Keep one result (result ids arrive once: the sink drops repeats)."""
@@ -381,7 +380,7 @@ class FeedRounds:
             merged = 0
             for query in sorted(self._newest):
                 for end, _result_id, ref in self._newest.pop(query):
-                    line = ref if isinstance(ref, bytes) else os.pread(self._fd(), ref[1], ref[0])
+                    line = ref if isinstance(ref, bytes) else self._read(*ref)
                     writer.add(json.loads(line), end)
                     merged += len(line)
                 if merged >= self.round_bytes:
@@ -411,9 +410,10 @@ class FeedRounds:
         self._spill.write(line)
         return offset, len(line)
 
-    def _fd(self) -> int:
+    def _read(self, offset: int, size: int) -> bytes:
+        assert self._spill is not None
         self._spill.flush()
-        return int(self._spill.fileno())
+        return os.pread(self._spill.fileno(), size, offset)
 
 
 def _keep_newest(heap: list[tuple[int, str, Any]], item: tuple[int, str, Any], limit: int) -> None:
