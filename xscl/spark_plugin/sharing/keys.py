@@ -32,7 +32,15 @@ from typing import TypeVar
 
 from xscl.spark_plugin.compiled.table import CompiledQuery
 
-__all__ = ["DEFINITION", "STREAM", "TEMPLATE", "groups", "query_keys", "sharing_groups"]
+__all__ = [
+    "DEFINITION",
+    "STREAM",
+    "TEMPLATE",
+    "groups",
+    "live_keys",
+    "query_keys",
+    "sharing_groups",
+]
 
 TEMPLATE = "template"
 DEFINITION = "definition"
@@ -90,7 +98,13 @@ def query_keys(compiled: CompiledQuery, published: frozenset[str]) -> list[tuple
     return list(dict.fromkeys(keys))
 
 
+def live_keys(queries: Sequence[CompiledQuery]) -> dict[str, list[tuple[str, Hashable]]]:
+    """Each of ``queries``' (the live ones) sharing keys, by query id."""
+    published = frozenset(q.query.publish for q in queries if q.query.publish is not None)
+    return {q.qid: query_keys(q, published) for q in queries}
+
+
 def sharing_groups(queries: Sequence[CompiledQuery]) -> list[list[str]]:
     """The sharing groups of ``queries`` (the live ones), as lists of query ids."""
-    published = frozenset(q.query.publish for q in queries if q.query.publish is not None)
-    return groups((q.qid, key) for q in queries for key in query_keys(q, published))
+    keys = live_keys(queries)
+    return groups((qid, key) for qid, its in keys.items() for key in its)

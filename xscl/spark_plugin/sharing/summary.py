@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from xscl.spark_plugin.compiled.table import CompiledQuery
-from xscl.spark_plugin.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, query_keys
+from xscl.spark_plugin.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, live_keys
 
 __all__ = ["IN_PROCESS", "QIDS_SHOWN", "GroupSummary", "SharingSummary", "in_process"]
 
@@ -89,8 +89,7 @@ class SharingSummary:
 def in_process(queries: Sequence[CompiledQuery], top: int) -> SharingSummary:
     """The summary of ``queries`` (live, compiled) from the union-find oracle."""
     started = time.perf_counter()
-    published = frozenset(q.query.publish for q in queries if q.query.publish is not None)
-    keys = {q.qid: query_keys(q, published) for q in queries}
+    keys = live_keys(queries)
     found = groups((qid, key) for qid, its in keys.items() for key in its)
     seconds = time.perf_counter() - started
     summaries = []
