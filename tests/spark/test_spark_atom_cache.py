@@ -454,3 +454,18 @@ def test_content_from_pieces_equals_content_of_the_whole(
     assert split is not None and "".join(split) == wrapped
     for _ in range(2):
         assert writer._content({"xml": wrapped}, split) == atom.character_data(wrapped)
+
+
+def test_entry_text_is_shared_only_across_a_wrapper() -> None:
+    """Results differing only in their ``<result query>`` tag share an entry text; pieces
+    not so wrapped are keyed whole, so a different first piece is not shared."""
+    docs = [{"stream": "S", "docid": f"d{n}", "ts": format_ts(BASE)} for n in range(2)]
+    item = "<item><title>A</title></item>"
+    writer = AtomFeedWriter("unused")
+    for query, first in (("Q1", "<r><item><title>X</title></item>"), ("Q2", "<r>" + item)):
+        parts = (first, item, "</r>")
+        record = {"query": query, "result_id": query, "docs": docs, "xml": "".join(parts)}
+        unwrapped = {**record, "xml_parts": parts}
+        assert writer._entry(unwrapped, BASE) == atom.entry_of(unwrapped, BASE)
+        wrapped = {**record, "xml": f'<result query="{query}">{item * 2}</result>'}
+        assert writer._entry(wrapped, BASE) == atom.entry_of(wrapped, BASE)

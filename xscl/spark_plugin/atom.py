@@ -203,6 +203,9 @@ def entry_of(
 
 _RESULT_START = '<result query="'
 _RESULT_END = "</result>"
+#: What an entry's text depends on: the result's XML without its wrapper, its
+#: documents (stream, docid, ts) and its join values (``AtomFeedWriter._entry``).
+_TextKey = tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...]]
 
 
 def result_body(xml: str) -> tuple[str, str, str] | None:
@@ -492,8 +495,7 @@ class AtomFeedWriter:
         #: XML piece -> its CDATA body (``_cdata_body``), a quarter of ``cache_bytes``
         self._pieces = PieceCache(cache_bytes // 4)
         #: (XML body, documents, join values) -> the entry's text (``_entry``)
-        self._texts: dict[tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...]], EntryText]
-        self._texts = {}
+        self._texts: dict[_TextKey, EntryText] = {}
         self._texts_size = 0
 
     def feed_path(self, query_id: str) -> Path:
@@ -611,8 +613,11 @@ class AtomFeedWriter:
         content = self._content(record, parts)
         if parts is None or not record.get("docs"):  # a CEL result, or no documents
             return entry_of(record, end, content)
+        # the key is the XML without its wrapper only when the parts are so wrapped
+        wrapped = len(parts) > 1 and parts[0].startswith(_RESULT_START) and parts[-1] == _RESULT_END
+        body = "".join(parts[1:-1] if wrapped else parts)
         docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
-        key = ("".join(parts[1:-1]), docs, tuple((record.get("values") or {}).items()))
+        key = (body, docs, tuple((record.get("values") or {}).items()))
         text = self._texts.get(key)
         if text is None:
             text = entry_text(record)
