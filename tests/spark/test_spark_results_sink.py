@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from xscl.engine.json_lines import JsonLineEncoder
+from xscl.engine.output import ResultRecord
+from xscl.errors import ResultsDirectoryError
 from xscl.spark_plugin.results_sink import (
     StagedPart,
     commit_batch,
@@ -209,3 +216,41 @@ def test_staged_record_batches_drop_repeats_and_skip_empty_tasks(tmp_path: Path)
     assert list(read_results(tmp_path)) == [
         {"result_id": i, "stamp": "1970-01-01T00:00:00Z", "tags": {"k": "v"}} for i in "abc"
     ]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    qids=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=8),
+    ids=st.lists(st.text("0123456789abcdef", min_size=1, max_size=32), min_size=1, max_size=8),
+)
+def test_count_reads_result_ids_from_the_lines_start(
+    tmp_path: Path, qids: list[str], ids: list[str]
+) -> None:
+    """``count_results`` reads a JSON line's result id from its start (quotes, backslashes
+    and any text in the query id); it counts what ``read_results`` yields."""
+    encoder = JsonLineEncoder()
+    root = tmp_path / f"r{uuid.uuid4().hex}"
+    (root / "_staging").mkdir(parents=True)
+    staged = root / "_staging" / "0.jsonl"
+    records = [
+        ResultRecord(qid, rid, (("S", "d", 0),), (), (("x", '"v\\'),), 0, 0, built_xml="<r/>")
+        for qid, rid in itertools.product(qids, ids)
+    ]
+    staged.write_bytes(b"".join(encoder.encode(r) for r in records))
+    commit_batch(str(root), "1", [StagedPart(0, str(staged), len(records))])
+    assert count_results(root) == len(list(read_results(root))) == len(set(ids))
+
+
+def test_count_parses_other_lines_whole_and_rejects_broken_ones(tmp_path: Path) -> None:
+    commit_batch(
+        str(tmp_path),
+        "1",
+        [_stage(tmp_path, "0.jsonl", [{"result_id": "a", "query": "Q"}, {"result_id": "b"}])],
+    )
+    assert count_results(tmp_path) == 2
+    part = next(tmp_path.glob("part-*.jsonl"))
+    part.write_text(part.read_text() + '{"query":"Q","result_id":"c","xml":"<r/>\n')
+    with pytest.raises(ResultsDirectoryError, match=r"part-.*:3 is not a JSON record"):
+        count_results(tmp_path)
