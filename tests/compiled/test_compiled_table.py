@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given
 
 from tests.profiles import examples
@@ -145,3 +146,32 @@ def test_feed_subtitles_from_the_table_equal_those_from_the_texts(tmp_path: Path
     assert sorted(from_texts) == ["Q1", "Q3", "Q4", "Q5"]
     third = next(q for q in log.event(1).queries() if q.qid == "Q3")
     assert from_texts["Q3"] == format_query(third, with_id=False)
+
+
+def test_feed_subtitles_decode_only_the_queries_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker writing a few feeds decodes those queries' rows, not every subscription."""
+    from xscl.spark_plugin.atom import SubscribedTexts
+    from xscl.spark_plugin.compiled import table
+
+    queries_text = "".join(
+        f"Q{i}: S//item->i[./a->x] FOLLOWED BY {{x = y, {i}m}} T//entry[./b->y];\n"
+        for i in range(1, 40)
+    )
+    log = SubscriptionLog(tmp_path)
+    log.subscribe(HEADER + queries_text, source="q.xscl")
+    assert compile_in_process(tmp_path, 1)
+    decoded: list[str] = []
+    real = table._query
+
+    def counted(decoder: Any, cells: dict[str, Any]) -> Any:
+        decoded.append(cells["qid"])
+        return real(decoder, cells)
+
+    monkeypatch.setattr(table, "_query", counted)
+    texts = SubscribedTexts(tmp_path)()
+    assert len(texts) == 39 and decoded == []
+    third = next(q for q in log.event(1).queries() if q.qid == "Q3")
+    assert texts["Q3"] == texts["Q3"] == format_query(third, with_id=False)
+    assert decoded == ["Q3"]

@@ -469,3 +469,17 @@ def test_entry_text_is_shared_only_across_a_wrapper() -> None:
         assert writer._entry(unwrapped, BASE) == atom.entry_of(unwrapped, BASE)
         wrapped = {**record, "xml": f'<result query="{query}">{item * 2}</result>'}
         assert writer._entry(wrapped, BASE) == atom.entry_of(wrapped, BASE)
+
+
+def test_the_self_link_is_the_feed_files_resolved_uri(tmp_path: Path) -> None:
+    """The folder is resolved once, not each feed's path; the link is still the URI of
+    the resolved file, through a symlinked folder and for ids URIs must escape."""
+    real = tmp_path / "real feeds"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    writer = AtomFeedWriter(tmp_path / "link" / ".." / "link")
+    for qid in ("Q 1", "Q%2", "Qé"):
+        writer.update([_record(qid, 1)])
+        root = etree.fromstring((real / f"{qid}.atom").read_bytes())
+        hrefs = [x.get("href") for x in root.iterfind(A + "link") if x.get("rel") == "self"]
+        assert hrefs == [(real / f"{qid}.atom").resolve().as_uri()]

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 from lxml import etree
@@ -57,6 +57,9 @@ from xscl.engine.pieces import PieceCache
 from xscl.lang.ast import Query
 from xscl.spark_plugin.feed_entry import EntryText, cel_entry_text, entry_text
 from xscl.spark_plugin.results_sink import read_results
+
+if TYPE_CHECKING:
+    from xscl.spark_plugin.subscriptions import SubscriptionEvent
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 #: Namespace of the ``xscl:result`` extension element (the raw result XML).
@@ -405,10 +408,12 @@ class _PendingFeed:
 class SubscribedTexts:
     """The text of each subscribed query of a job's registry, re-read when it changes.
 
-    Called once per flush: the feeds' subtitles. A subscribe event's queries come
-    from the compiled table when the compile job wrote it (no parsing), else from
-    the event's file; a text is formatted only when a feed asks for it, so a
-    worker does not print every subscription to write a few feeds.
+    Called once per flush: the feeds' subtitles. Which event subscribed each query
+    comes from the event files' ids alone; a query is read only when a feed asks
+    for its text: from the compiled table when the compile job wrote its event
+    (that row decoded, no parsing), else from the event's file. So a worker neither
+    decodes nor prints every subscription to write a few feeds (at 100k
+    subscriptions decoding them all cost each worker ~7 CPU-s, docs/benchmarks.md).
     """
 
     def __init__(self, registry: str | Path) -> None:
@@ -417,44 +422,56 @@ class SubscribedTexts:
         self.registry = Path(registry)
         self.log = SubscriptionLog(registry)
         self._version = -1
-        self._texts: _QueryTexts = _QueryTexts({})
+        self._texts: _QueryTexts = _QueryTexts(self.registry, {})
 
     def __call__(self) -> Mapping[str, str]:
-        from xscl.spark_plugin.compiled.sources import subscribed_queries
         from xscl.spark_plugin.subscriptions import apply_event
 
         versions = self.log.versions()
         latest = versions[-1] if versions else 0
         if latest != self._version:
-            queries: dict[str, Query] = {}
+            owners: dict[str, _Subscribed] = {}
             for event in self.log.events():
-                apply_event(queries, event, lambda e: subscribed_queries(self.registry, e))
-            self._texts = _QueryTexts(queries)
+                apply_event(owners, event, lambda e: [_Subscribed(q, e) for q in e.ids])
+            self._texts = _QueryTexts(self.registry, owners)
             self._version = latest
         return self._texts
 
 
-class _QueryTexts(Mapping[str, str]):
-    """Queries by id, read as their texts (formatted on first use, then kept)."""
+class _Subscribed(NamedTuple):
+    """A subscribed query's id and the subscribe event that added it."""
 
-    def __init__(self, queries: dict[str, Query]) -> None:
-        self._queries = queries
+    qid: str
+    event: SubscriptionEvent
+
+
+class _QueryTexts(Mapping[str, str]):
+    """Queries by id, read as their texts (read and formatted on first use, then kept)."""
+
+    def __init__(self, registry: Path, owners: dict[str, _Subscribed]) -> None:
+        self._registry = registry
+        self._owners = owners
+        self._events: dict[int, Mapping[str, Query]] = {}
         self._texts: dict[str, str] = {}
 
     def __getitem__(self, qid: str) -> str:
         text = self._texts.get(qid)
         if text is None:
             from xscl.lang.printer import format_query
+            from xscl.spark_plugin.compiled.sources import subscribed_queries
 
-            text = format_query(self._queries[qid], with_id=False)
-            self._texts[qid] = text
+            event = self._owners[qid].event
+            queries = self._events.get(event.version)
+            if queries is None:
+                queries = self._events[event.version] = subscribed_queries(self._registry, event)
+            text = self._texts[qid] = format_query(queries[qid], with_id=False)
         return text
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._queries)
+        return iter(self._owners)
 
     def __len__(self) -> int:
-        return len(self._queries)
+        return len(self._owners)
 
 
 class AtomFeedWriter:
@@ -485,6 +502,7 @@ class AtomFeedWriter:
         self.subtitles = subtitles
         self.base_url = base_url
         self.directory = Path(directory)
+        self._resolved: Path | None = None  # ``directory`` resolved, on first use
         self.max_entries = max_entries
         self.cache_bytes = cache_bytes
         #: per query: the buffered results, at most ``max_entries``
@@ -501,10 +519,15 @@ class AtomFeedWriter:
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
 
+    def _resolved_directory(self) -> Path:
+        if self._resolved is None:
+            self._resolved = self.directory.resolve()
+        return self._resolved
+
     def feed_url(self, query_id: str) -> str:
         """Where a feed reader finds the feed (its ``rel="self"`` link)."""
-        if self.base_url is None:
-            return self.feed_path(query_id).resolve().as_uri()
+        if self.base_url is None:  # the folder resolved once, not each feed's path
+            return (self._resolved_directory() / f"{query_id}.atom").as_uri()
         return f"{self.base_url.rstrip('/')}/{quote(query_id, safe='')}.atom"
 
     @property

@@ -13,11 +13,17 @@ Where it runs: executors (``queries_at``), once per subscribe event and worker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from xscl.lang.ast import Query
-from xscl.spark_plugin.compiled.table import CompiledQuery, compiled_folder, read_event
+from xscl.spark_plugin.compiled.table import (
+    CompiledQuery,
+    EventQueries,
+    compiled_folder,
+    read_event,
+)
 from xscl.spark_plugin.subscriptions import SubscriptionEvent
 from xscl.templates.shapes import ShapeMemo
 
@@ -71,9 +77,10 @@ def compiler_for(registry: str | Path, version: int, texts: FromTexts) -> EventC
     return FromTable(registry) if is_compiled(registry, version) else texts
 
 
-def subscribed_queries(registry: str | Path, event: SubscriptionEvent) -> list[Query]:
-    """The queries subscribe ``event`` adds, without normalising them: from the table
-    when it has been compiled (no parsing), else parsed from the event's file."""
+def subscribed_queries(registry: str | Path, event: SubscriptionEvent) -> Mapping[str, Query]:
+    """The queries subscribe ``event`` adds, by id, without normalising them: from the
+    table when it has been compiled (no parsing; each decoded when asked), else parsed
+    from the event's file."""
     if is_compiled(registry, event.version):
-        return [c.query for c in read_event(registry, event.version)]
-    return list(event.queries())
+        return EventQueries(registry, event.version)
+    return {q.qid: q for q in event.queries()}

@@ -44,9 +44,10 @@ from __future__ import annotations
 import io
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,8 +58,10 @@ from xscl.spark_plugin.compiled.values import Decoder, encode
 from xscl.templates.assign import TemplateAssignment
 
 __all__ = [
+    "QUERY_COLUMNS",
     "SCHEMA",
     "CompiledQuery",
+    "EventQueries",
     "compiled_batch",
     "compiled_folder",
     "decode_table",
@@ -166,16 +169,7 @@ def decode_table(table: pa.Table) -> list[CompiledQuery]:
     out: list[CompiledQuery] = []
     for i in sorted(range(len(positions)), key=positions.__getitem__):
         qid = c["qid"][i]
-        select = c["select"][i]
-        query = Query(
-            qid,
-            values(c["blocks"][i]),
-            value(c["ops"][i]),
-            None if select is None else tuple(select),
-            c["publish"][i],
-            value(c["namespaces"][i]),
-            c["explicit_id"][i],
-        )
+        query = _query(decoder, {name: c[name][i] for name in QUERY_COLUMNS})
         normal = NormalQuery(
             query,
             values(c["normal_blocks"][i]),
@@ -201,6 +195,54 @@ def read_event(registry: str | Path, version: int) -> list[CompiledQuery]:
     # ParquetFile, not read_table: that one imports pyarrow.dataset (and pandas) first
     tables = [pq.ParquetFile(p).read(columns=SCHEMA.names, use_threads=False) for p in parts]
     return decode_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table())
+
+
+#: The columns a query's AST is decoded from (``Query`` without its normal form).
+QUERY_COLUMNS = ("qid", "explicit_id", "blocks", "ops", "select", "publish", "namespaces")
+
+
+def _query(decoder: Decoder, cells: dict[str, Any]) -> Query:
+    """A query's AST from its ``QUERY_COLUMNS`` cells."""
+    select = cells["select"]
+    return Query(
+        cells["qid"],
+        decoder.values(cells["blocks"]),
+        decoder.value(cells["ops"]),
+        None if select is None else tuple(select),
+        cells["publish"],
+        decoder.value(cells["namespaces"]),
+        cells["explicit_id"],
+    )
+
+
+class EventQueries(Mapping[str, Query]):
+    """Subscribe event ``version``'s queries by id, from the compiled table, each
+    decoded when first asked (executors: the Atom feeds' subtitles, which need the
+    texts of the few queries a batch's feeds show, not of every subscription)."""
+
+    def __init__(self, registry: str | Path, version: int) -> None:
+        folder = compiled_folder(registry, version)
+        parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
+        columns = list(QUERY_COLUMNS)
+        tables = [pq.ParquetFile(p).read(columns=columns, use_threads=False) for p in parts]
+        self._table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+        self._rows = {qid: i for i, qid in enumerate(self._table.column("qid").to_pylist())}
+        self._decoder = Decoder()
+        self._decoded: dict[str, Query] = {}
+
+    def __getitem__(self, qid: str) -> Query:
+        query = self._decoded.get(qid)
+        if query is None:
+            row = self._rows[qid]
+            cells = {name: self._table.column(name)[row].as_py() for name in QUERY_COLUMNS}
+            query = self._decoded[qid] = _query(self._decoder, cells)
+        return query
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 def write_event(registry: str | Path, version: int, table: pa.Table) -> bool:

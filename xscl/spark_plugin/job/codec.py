@@ -90,4 +90,3 @@ def encode_state(doc: DocState) -> bytes:
         bindings,
     )
     return encode(doc.stream, doc.docid, doc.ts, doc.xml, doc.seq, rows)
-

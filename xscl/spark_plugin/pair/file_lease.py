@@ -148,4 +148,3 @@ class FileLease:
                         with contextlib.suppress(OSError):
                             if now - entry.stat().st_mtime > _STALE_SECONDS:
                                 os.unlink(entry.path)
-
