@@ -131,3 +131,38 @@ def test_publish_cycle_added_later_is_rejected_and_leaves_engine_intact() -> Non
     with pytest.raises(PublishCycleError):
         engine.add_query(closing)
     assert set(engine.outputs) == {"A"}
+
+
+def test_many_queries_register_with_the_gc_paused_and_restored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1,000+ queries register with the cyclic GC off (then one collection): the same
+    results as one by one, and the collector is on again afterwards."""
+    import gc
+
+    from xscl.engine import local
+
+    text = ";\n".join(
+        f"Q{i}: S//a->x[./b='v{i % 7}'] JOIN {{x=y, 1h}} T//c->y" for i in range(1_200)
+    )
+    queries = parse_queries(text)
+    seen: list[bool] = []
+    real_add = LocalEngine.add_query
+
+    def add(self: LocalEngine, query: object, **kwargs: object) -> None:
+        seen.append(gc.isenabled())
+        real_add(self, query, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LocalEngine, "add_query", add)
+    bulk = LocalEngine(queries)
+    assert gc.isenabled() and len(seen) == 1_200 and not any(seen)
+    monkeypatch.setattr(local, "_GC_PAUSE_QUERIES", 10**9)
+    seen.clear()
+    one_by_one = LocalEngine(queries)
+    assert all(seen)
+    docs = [("S", "s1", 1, "<a><b>v3</b></a>"), ("T", "t1", 2, "<c>v3</c>")]
+    assert (
+        {r.result_id for d in docs for r in bulk.process_one(*d)}
+        == {r.result_id for d in docs for r in one_by_one.process_one(*d)}
+        != set()
+    )

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections import Counter, deque
@@ -41,6 +42,7 @@ from xscl.engine.view_cache import Slice, ViewCache
 from xscl.errors import LateDocumentError, PublishCycleError, XsclError
 from xscl.lang.ast import Query
 from xscl.lang.normal_form.model import NormalQuery, VarDef
+from xscl.lang.parser import _gc_paused
 from xscl.templates.assign import TemplateAssignment
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
@@ -49,6 +51,9 @@ from xscl.xpath import DocumentRows, Stage1, Stage1Error
 
 #: document tuples whose shared record parts are remembered before the memo is reset
 _DOCS_INFO_CAPACITY = 4096
+
+#: Engines built with at least this many queries register them with the cyclic GC paused.
+_GC_PAUSE_QUERIES = 1_000
 
 
 @dataclass(frozen=True)
@@ -121,10 +126,18 @@ class LocalEngine:
         self._since: dict[str, int] = {}
         #: normal forms and template assignments, computed once per query shape
         self.shapes = ShapeMemo()
-        normal = [q if isinstance(q, NormalQuery) else self.shapes.normal(q) for q in queries]
-        check_publish_cycles(normal)
-        for query in normal:
-            self.add_query(query)
+        queries = list(queries)
+        large = len(queries) >= _GC_PAUSE_QUERIES
+        with _gc_paused(large):
+            normal = [q if isinstance(q, NormalQuery) else self.shapes.normal(q) for q in queries]
+            check_publish_cycles(normal)
+            for query in normal:
+                self.add_query(query)
+        if large:
+            # One full collection now, while registering (as the CEL engine does): the
+            # collector's first full pass over the subscriptions would otherwise fall
+            # into document processing (seconds at 100k, docs/benchmarks.md).
+            gc.collect()
 
     # ---------------------------------------------------------------- registry
     def add_query(
