@@ -39,19 +39,19 @@ NOT_NUMBERS = [
 
 #: (value, operator, numeric literal, whether the comparison holds)
 COMPARISONS = [
-    ("INF", ">", "5", True),
-    ("INF", "=", "5", False),
-    ("INF", "!=", "5", True),
-    ("-INF", "<", "-1" + "0" * 308, True),
-    ("+INF", ">=", "1" + "0" * 400, True),
-    ("1e3", "=", "1000", True),
-    ("1e3", "=", "1000.000", True),
-    ("2.5E-2", "<", "0.03", True),
-    ("+7", "=", "7", True),
-    ("7.", ">=", "7", True),
-    (".5", "<", "1", True),
-    ("0.1", "=", "0.1", True),  # exact decimals, no binary rounding
-    ("0.30000000000000001", "=", "0.3", False),
+        ("INF", ">", "5", True),
+        ("INF", "=", "5", False),
+        ("INF", "!=", "5", True),
+        ("-INF", "<", "-1" + "0" * 308, True),
+        ("+INF", ">=", "1" + "0" * 400, True),
+        ("1e3", "=", "1000", True),
+        ("1e3", "=", "1000.000", True),
+        ("2.5E-2", "<", "0.03", True),
+        ("+7", "=", "7", True),
+        ("7.", ">=", "7", True),
+        (".5", "<", "1", True),
+        ("0.1", "=", "0.1", True),  # exact decimals, no binary rounding
+        ("0.30000000000000001", "=", "0.3", False),
 ]
 
 

@@ -221,7 +221,9 @@ class QuerySpec:
         ]
         text = blocks[0]
         for (kind, equalities, window), block in zip(self.ops, blocks[1:], strict=True):
-            condition = " AND ".join(f"{a.name(letters)}={b.name(letters)}" for a, b in equalities)
+            condition = " AND ".join(
+                f"{a.name(letters)}={b.name(letters)}" for a, b in equalities
+            )
             text += f" {kind} {{{condition or 'TRUE'}, {window}}} {block}"
         if self.select is not None:
             text = f"SELECT {', '.join(v.name(letters) for v in self.select)} FROM {text}"
@@ -235,7 +237,9 @@ def _quote(value: str) -> str:
 
 
 def _comparison(c: Choices, vocabulary: Sequence[str]) -> str:
-    literal = c.pick(NUMERIC_LITERALS) if c.chance(50) else _quote(spell(c, c.pick(vocabulary)))
+    literal = (
+        c.pick(NUMERIC_LITERALS) if c.chance(50) else _quote(spell(c, c.pick(vocabulary)))
+    )
     return f" {c.pick(OPERATORS)} {literal}"
 
 
@@ -327,8 +331,8 @@ def draw_queries(c: Choices, vocabulary: Sequence[str], low: int, high: int) -> 
 
 # ---------------------------------------------------------------- documents
 def _text(value: str) -> str:
-    return (
-        value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
+        "\r", "&#13;"
     )
 
 

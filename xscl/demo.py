@@ -49,17 +49,8 @@ def run_example(folder: Path, engine: str, workdir: Path) -> bool:
     for name in (engine, "reference"):
         out = workdir / f"{folder.name}-{name}.jsonl"
         code = xscl_main(
-            [
-                "run",
-                "--engine",
-                name,
-                "--queries",
-                str(queries),
-                "--input",
-                str(documents),
-                "--output",
-                str(out),
-            ]
+            ["run", "--engine", name, "--queries", str(queries),
+             "--input", str(documents), "--output", str(out)]
         )
         if code != 0:
             print(f"xscl demo: {name} engine failed on {folder.name} (exit {code})")
@@ -71,10 +62,8 @@ def run_example(folder: Path, engine: str, workdir: Path) -> bool:
     expected_file = folder / "expected-results.jsonl"
     if expected_file.exists():
         agree = agree and outputs[engine] == _result_keys(expected_file)
-    print(
-        f"  {'matches' if agree else 'DIFFERS FROM'} the reference evaluator"
-        f"{' and expected-results.jsonl' if expected_file.exists() else ''}"
-    )
+    print(f"  {'matches' if agree else 'DIFFERS FROM'} the reference evaluator"
+          f"{' and expected-results.jsonl' if expected_file.exists() else ''}")
     return agree
 
 
@@ -83,38 +72,15 @@ def run_streaming(folder: Path, home: Path) -> bool:
     feeds = {"vendor": folder / "feeds" / "vendor.rss", "news": folder / "feeds" / "news.atom"}
     spool = home / "spool"
     for stream, feed in feeds.items():
-        code = xscl_main(
-            [
-                "poll",
-                "--quiet",
-                "--form",
-                "raw",
-                "--spool",
-                str(spool),
-                "--stream",
-                stream,
-                str(feed),
-            ]
-        )
+        code = xscl_main(["poll", "--quiet", "--form", "raw", "--spool", str(spool),
+                          "--stream", stream, str(feed)])
         if code != 0:
             print(f"xscl demo: polling {feed} failed (exit {code})")
             return False
     out = home / "results.jsonl"
     print(f"\n== streaming job (Spark local mode) over {spool}")
-    code = xscl_main(
-        [
-            "serve",
-            "--queries",
-            str(folder / "queries.xscl"),
-            "--home",
-            str(home),
-            "--spool",
-            str(spool),
-            "--once",
-            "--output",
-            str(out),
-        ]
-    )
+    code = xscl_main(["serve", "--queries", str(folder / "queries.xscl"), "--home", str(home),
+                      "--spool", str(spool), "--once", "--output", str(out)])
     if code != 0:
         print(f"xscl demo: the streaming job failed (exit {code})")
         return False
@@ -135,21 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--examples", type=Path, default=EXAMPLES)
-    parser.add_argument(
-        "--engine",
-        default="local",
-        choices=["local", "reference"],
-        help="engine for the batch part (default: local)",
-    )
-    parser.add_argument(
-        "--home",
-        type=Path,
-        default=Path("xscl-data") / "demo",
-        help="spool, checkpoints and results of the streaming job (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--no-spark", action="store_true", help="skip the streaming job (batch engines only)"
-    )
+    parser.add_argument("--engine", default="local", choices=["local", "reference"],
+                        help="engine for the batch part (default: local)")
+    parser.add_argument("--home", type=Path, default=Path("xscl-data") / "demo",
+                        help="spool, checkpoints and results of the streaming job "
+                             "(default: %(default)s)")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="skip the streaming job (batch engines only)")
     args = parser.parse_args(argv)
     folders = sorted(p.parent for p in args.examples.glob("*/queries.xscl"))
     if not folders:

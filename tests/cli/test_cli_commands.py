@@ -28,19 +28,8 @@ def _keyed(records: list[dict[str, object]]) -> dict[object, dict[str, object]]:
 def test_run_gives_the_expected_results(engine: str, example: str, tmp_path: Path) -> None:
     folder = EXAMPLES / example
     out = tmp_path / "results.jsonl"
-    code = main(
-        [
-            "run",
-            "--engine",
-            engine,
-            "--queries",
-            str(folder / "queries.xscl"),
-            "--input",
-            str(folder / "documents.jsonl"),
-            "--output",
-            str(out),
-        ]
-    )
+    code = main(["run", "--engine", engine, "--queries", str(folder / "queries.xscl"),
+                 "--input", str(folder / "documents.jsonl"), "--output", str(out)])
     assert code == 0
     expected = _keyed(_records(folder / "expected-results.jsonl"))
     assert _keyed(_records(out)) == expected
@@ -53,12 +42,8 @@ def test_thesis_example_has_one_result_for_q1_and_q2_and_none_for_q3(tmp_path: P
     q1 = next(r for r in records if r["query"] == "Q1")
     # d1: announcement=0 publisher=1 book=2 title=3 author=4 author=5; d2: blog=0 title=1 author=2
     assert q1["nodes"] == {"x2": "5", "x3": "3", "x5": "2", "x6": "1"}
-    assert q1["values"] == {
-        "x2": "Danny Ayers",
-        "x3": "Semantic Web Programming",
-        "x5": "Danny Ayers",
-        "x6": "Semantic Web Programming",
-    }
+    assert q1["values"] == {"x2": "Danny Ayers", "x3": "Semantic Web Programming",
+                            "x5": "Danny Ayers", "x6": "Semantic Web Programming"}
     assert [d["docid"] for d in q1["docs"]] == ["d1", "d2"]  # type: ignore[union-attr]
 
 
@@ -69,32 +54,16 @@ def test_malformed_documents_go_to_dead_letters_and_the_run_goes_on(
     docs = tmp_path / "docs.jsonl"
     good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
     bad = [
-        json.dumps(
-            {
-                "stream": "S",
-                "docid": "broken",
-                "ts": "2009-04-01T09:10:00Z",
-                "xml": "<book><author>x</book>",
-            }
-        ),
+        json.dumps({"stream": "S", "docid": "broken", "ts": "2009-04-01T09:10:00Z",
+                    "xml": "<book><author>x</book>"}),
         json.dumps({"stream": "S", "docid": "badts", "ts": "yesterday", "xml": "<a/>"}),
         "this is not json",
     ]
     docs.write_text("\n".join([good[0], *bad, good[1]]) + "\n", encoding="utf-8")
     out = tmp_path / "r.jsonl"
-    code = main(
-        [
-            "run",
-            "--engine",
-            engine,
-            "--queries",
-            str(EXAMPLES / "thesis" / "queries.xscl"),
-            "--input",
-            str(docs),
-            "--output",
-            str(out),
-        ]
-    )
+    code = main(["run", "--engine", engine, "--queries",
+                 str(EXAMPLES / "thesis" / "queries.xscl"),
+                 "--input", str(docs), "--output", str(out)])
     assert code == 0
     assert sorted(str(r["query"]) for r in _records(out)) == ["Q1", "Q2"]
     dead = _records(tmp_path / "r.deadletter.jsonl")
@@ -111,19 +80,8 @@ def test_an_invalid_query_writes_nothing_and_exits_2(
         "ok: S//a->x JOIN {x=y, 1h} S//b->y;\nbad: S//a->x JOIN {x=z, 1h} S//b->y;\n"
     )
     out = tmp_path / "r.jsonl"
-    code = main(
-        [
-            "run",
-            "--engine",
-            engine,
-            "--queries",
-            str(queries),
-            "--input",
-            str(EXAMPLES / "thesis" / "documents.jsonl"),
-            "--output",
-            str(out),
-        ]
-    )
+    code = main(["run", "--engine", engine, "--queries", str(queries),
+                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"), "--output", str(out)])
     assert code == 2
     assert not out.exists()
     err = capsys.readouterr().err
@@ -162,38 +120,13 @@ def test_explain_shows_normal_form_and_sharing(capsys: pytest.CaptureFixture[str
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    args = [
-        "run",
-        "--queries",
-        str(EXAMPLES / "thesis" / "queries.xscl"),
-        "--output",
-        str(tmp_path / "o.jsonl"),
-    ]
+    args = ["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
+            "--output", str(tmp_path / "o.jsonl")]
     assert main([*args, "--input", str(tmp_path / "missing.jsonl")]) == 2
-    assert (
-        main(
-            [
-                *args,
-                "--input",
-                str(EXAMPLES / "thesis" / "documents.jsonl"),
-                "--allowed-lateness",
-                "soon",
-            ]
-        )
-        == 2
-    )
-    assert (
-        main(
-            [
-                *args,
-                "--input",
-                str(EXAMPLES / "thesis" / "documents.jsonl"),
-                "--allowed-lateness",
-                "\u0665s",
-            ]
-        )
-        == 2
-    )  # Arabic-Indic 5: ASCII digits only
+    assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--allowed-lateness", "soon"]) == 2
+    assert main([*args, "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
+                 "--allowed-lateness", "\u0665s"]) == 2  # Arabic-Indic 5: ASCII digits only
     assert main([]) == 2
 
 

@@ -31,7 +31,9 @@ def _check(text: str, docs: Sequence[Document], cache_bytes: int) -> int:
     records = LocalEngine(parse_queries(text)).process(docs)
     for record in records:
         assert encoder.encode(record) == (record.to_json_line() + "\n").encode("utf-8")
-    return sum(1 for r in records if any(len(p) >= MIN_CACHED_CHARS for p in r.xml_parts or ()))
+    return sum(
+        1 for r in records if any(len(p) >= MIN_CACHED_CHARS for p in r.xml_parts or ())
+    )
 
 
 @examples(60)

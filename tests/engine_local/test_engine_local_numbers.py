@@ -136,7 +136,8 @@ def test_each_query_alone(form: str, cmp: str, expected: set[str]) -> None:
 
 def test_string_literals_still_compare_strings() -> None:
     text = (
-        "a: S//item->x[./price = 'INF']; b: S//item->x[./price < '1']; c: S//item->x[./price > 5]"
+        "a: S//item->x[./price = 'INF']; b: S//item->x[./price < '1'];"
+        " c: S//item->x[./price > 5]"
     )
     local, ref = run_local(text), run_reference(text)
     assert canonical(local) == canonical(ref)

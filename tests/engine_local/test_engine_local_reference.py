@@ -33,7 +33,9 @@ def canonical(records: Sequence[Mapping[str, Any]]) -> set[str]:
     return {json.dumps(r, sort_keys=True) for r in records}
 
 
-def reference_results(text: str, docs: Sequence[Document], lateness: int | None = None) -> set[str]:
+def reference_results(
+    text: str, docs: Sequence[Document], lateness: int | None = None
+) -> set[str]:
     return canonical(reference_records(text, docs, lateness))
 
 
@@ -61,7 +63,9 @@ def test_another_arrival_order_equals_reference(workload: Workload, data: st.Dat
 
 @examples(100)
 @given(workload=workloads(), cache=st.sampled_from(CACHES))
-def test_view_cache_off_or_tiny_equals_reference(workload: Workload, cache: dict[str, Any]) -> None:
+def test_view_cache_off_or_tiny_equals_reference(
+    workload: Workload, cache: dict[str, Any]
+) -> None:
     expected = reference_results(workload.text, workload.docs)
     assert engine_results(workload.text, workload.docs, **cache) == expected
 

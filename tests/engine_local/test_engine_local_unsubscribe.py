@@ -12,12 +12,8 @@ GONE = (
     "S//item->j[./title->u][./author->y];"
 )
 DOCS = [
-    (
-        "S",
-        f"d{i}",
-        i * 1_000_000,
-        f"<item><title>t{i % 2}</title><author>a{i % 3}</author><link>l{i}</link></item>",
-    )
+    ("S", f"d{i}", i * 1_000_000,
+     f"<item><title>t{i % 2}</title><author>a{i % 3}</author><link>l{i}</link></item>")
     for i in range(8)
 ]
 

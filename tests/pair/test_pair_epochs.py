@@ -28,7 +28,7 @@ from xscl.spark_plugin.results_sink import (
 )
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
-OFFSETS = 'v1\n{{}}\n{{"offset": {}}}'
+OFFSETS = "v1\n{{}}\n{{\"offset\": {}}}"
 
 
 def _checkpoint(folder: Path, committed: int, planned: int) -> None:
@@ -78,24 +78,12 @@ def test_a_new_epoch_forks_what_the_old_committed_and_no_more(tmp_path: Path) ->
     assert start_epoch(second) == 4
     new = second.checkpoint
     assert sorted(p.name for p in (new / "offsets").iterdir() if p.name.isdigit()) == [
-        "0",
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-    ]  # batch 5 replays its logged range
+        "0", "1", "2", "3", "4", "5"]  # batch 5 replays its logged range
     assert sorted(p.name for p in (new / "commits").iterdir()) == ["0", "1", "2", "3", "4"]
     versions = sorted(p.name for p in (new / "state/0/0").glob("*.changelog"))
     assert versions == [f"{v}.changelog" for v in range(1, 6)]  # not 6: batch 5's
-    for kept in (
-        "metadata",
-        "sources/0/0",
-        "state/0/0/_metadata/schema",
-        "state/0/0/3.zip",
-        "state/0/0/SSTs/000001-a.sst",
-        "offsets/.5.crc",
-    ):
+    for kept in ("metadata", "sources/0/0", "state/0/0/_metadata/schema", "state/0/0/3.zip",
+                 "state/0/0/SSTs/000001-a.sst", "offsets/.5.crc"):
         assert (new / kept).samefile(first.checkpoint / kept), kept  # a hard link
     assert [p.name for p in second.hot_values.iterdir()] == [f"{2:020d}.json"]
     # batch 4 read up to offset 15: events applied there or earlier are kept

@@ -88,12 +88,8 @@ def test_a_released_lease_or_a_gone_holder_on_this_host_lapses_at_once(tmp_path:
     lease.acquire(None)
     lease.release(1)
     assert LeaseWatch(Clock()).lapsed(lease.read())
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
     here = Identity.of_this_process()
     dead = Identity("dead", int(gone.stdout), here.host)
     other = FileLease(tmp_path / "b", dead, duration=30)
@@ -122,13 +118,10 @@ while not done.exists():  # alive: a gone holder's lease lapses at once
 def test_instances_started_at_once_make_exactly_one_primary(tmp_path: Path) -> None:
     go, done = tmp_path / "go", tmp_path / "done"
     racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, str(tmp_path / "lease"), str(go), str(done)],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+        subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path / "lease"), str(go),
+                          str(done)],
+                         stdout=subprocess.PIPE, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
         for _ in range(8)
     ]
     time.sleep(1.0)  # every racer imported and waiting
@@ -160,13 +153,9 @@ def test_the_lease_file_survives_kill_minus_9_during_renewal(tmp_path: Path) -> 
     folder = tmp_path / "lease"
     epochs = []
     for _ in range(12):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", RENEWER, str(folder)],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+        proc = subprocess.Popen([sys.executable, "-c", RENEWER, str(folder)],
+                                stdout=subprocess.PIPE, text=True, cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
         assert proc.stdout is not None
         epochs.append(int(proc.stdout.readline()))
         time.sleep(rng.uniform(0.0, 0.05))  # renewing in a tight loop

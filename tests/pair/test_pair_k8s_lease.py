@@ -44,13 +44,8 @@ class FakeCoordinationApi:
     def _store(self, key: tuple[str, str], body: Any) -> Any:
         data = self.serializer.sanitize_for_serialization(body)
         spec = data["spec"]
-        assert set(spec) <= {
-            "holderIdentity",
-            "leaseDurationSeconds",
-            "leaseTransitions",
-            "acquireTime",
-            "renewTime",
-        }, spec
+        assert set(spec) <= {"holderIdentity", "leaseDurationSeconds", "leaseTransitions",
+                             "acquireTime", "renewTime"}, spec
         dt.datetime.fromisoformat(spec["renewTime"])  # a MicroTime the server parses
         self.version += 1
         data["metadata"]["resourceVersion"] = str(self.version)

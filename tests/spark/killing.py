@@ -166,11 +166,9 @@ class DiskState:
     def read(cls, paths: JobPaths) -> DiskState:
         markers = {int(marker["batch"]) for marker in committed_markers(paths.results)}
         staging = paths.epoch_results / STAGING
-        staged = (
-            sorted(p.name for p in staging.iterdir() if not p.name.startswith("."))
-            if (staging.is_dir())
-            else []
-        )
+        staged = sorted(p.name for p in staging.iterdir() if not p.name.startswith(".")) if (
+            staging.is_dir()
+        ) else []
         marks = {p.name for p in paths.marks.iterdir()} if paths.marks.is_dir() else set()
         return cls(
             frozenset(markers),
@@ -295,14 +293,11 @@ def wait_for_commits(job: Job, paths: JobPaths, commits: int, timeout: float) ->
     deadline = time.monotonic() + timeout
     while (count := len(committed_markers(paths.results))) < commits:
         if not job.running():
-            raise JobFailed(
-                f"the job exited (rc {job.process.returncode}) before {commits} "
-                f"commits (has {count}):\n{job.log_tail()}"
-            )
+            raise JobFailed(f"the job exited (rc {job.process.returncode}) before {commits} "
+                            f"commits (has {count}):\n{job.log_tail()}")
         if time.monotonic() > deadline:
-            raise JobFailed(
-                f"no {commits} commits within {timeout:.0f} s (has {count}):\n{job.log_tail()}"
-            )
+            raise JobFailed(f"no {commits} commits within {timeout:.0f} s (has {count}):\n"
+                            f"{job.log_tail()}")
         time.sleep(0.05)
     return count
 
@@ -351,9 +346,8 @@ def _batch_of(point: str, name: str, state: DiskState) -> int:
     return max(state.offsets_logged, default=0)  # staged, stage1: the batch in flight
 
 
-def _events(
-    job: Job, paths: JobPaths, point: str, *, after_commits: int, timeout: float
-) -> Generator[str, None, None]:
+def _events(job: Job, paths: JobPaths, point: str, *, after_commits: int,
+            timeout: float) -> Generator[str, None, None]:
     """File names of the events of ``point``, armed once ``after_commits`` markers exist."""
     wait_for_commits(job, paths, after_commits, timeout)
     folders = _watched(paths, point)
@@ -370,17 +364,14 @@ def _events(
                 if _matches(point, name):
                     yield name
             if not job.running():
-                raise JobFailed(
-                    f"the job exited (rc {job.process.returncode}) before "
-                    f"'{point}':\n{job.log_tail()}"
-                )
+                raise JobFailed(f"the job exited (rc {job.process.returncode}) before "
+                                f"'{point}':\n{job.log_tail()}")
             if time.monotonic() > deadline:
                 raise JobFailed(f"no '{point}' event within {timeout:.0f} s:\n{job.log_tail()}")
 
 
-def wait_for_event(
-    job: Job, paths: JobPaths, point: str, *, after_commits: int, timeout: float
-) -> int:
+def wait_for_event(job: Job, paths: JobPaths, point: str, *, after_commits: int,
+                   timeout: float) -> int:
     """Block until the event of ``point`` once ``after_commits`` batches committed.
 
     Returns the event's batch with the job still running: act on it at once.
@@ -393,7 +384,8 @@ def wait_for_event(
     return _batch_of(point, name, DiskState.read(paths))
 
 
-def kill_at(job: Job, paths: JobPaths, point: str, *, after_commits: int, timeout: float) -> Kill:
+def kill_at(job: Job, paths: JobPaths, point: str, *, after_commits: int,
+            timeout: float) -> Kill:
     """SIGKILL ``job`` inside the window of ``point``, once ``after_commits`` batches committed.
 
     At each event the job is frozen (SIGSTOP) and its disk state read; if the job

@@ -177,8 +177,7 @@ def test_the_rss_example_reads_well_in_a_feed_reader(tmp_path: Path) -> None:
     )
     busy = json.loads(expected.splitlines()[2])["result_id"]  # the published pair
     assert [ln.href for ln in chain.links] == [
-        f"urn:xscl:result:{busy}",
-        "https://acme.example/releases/9.4",
+        f"urn:xscl:result:{busy}", "https://acme.example/releases/9.4"
     ]
     selected = feedparser.parse(str(feeds / "crosspost.atom")).entries[0]
     assert selected.title == "https://acme.example/releases/9.4: Release notes: Acme Gateway 9.4"

@@ -50,25 +50,13 @@ def test_cli_spark_engine_gives_the_expected_results(
 ) -> None:
     folder = EXAMPLES / example
     out = tmp_path / "results.jsonl"
-    code = main(
-        [
-            "run",
-            "--engine",
-            "spark",
-            "--queries",
-            str(folder / "queries.xscl"),
-            "--input",
-            str(folder / "documents.jsonl"),
-            "--output",
-            str(out),
-        ]
-    )
+    code = main(["run", "--engine", "spark", "--queries", str(folder / "queries.xscl"),
+                 "--input", str(folder / "documents.jsonl"), "--output", str(out)])
     assert code == 0
     got = _records(out)
     reference = tmp_path / "reference.jsonl"
-    reference_run_batch(
-        (folder / "queries.xscl").read_text(encoding="utf-8"), folder / "documents.jsonl", reference
-    )
+    reference_run_batch((folder / "queries.xscl").read_text(encoding="utf-8"),
+                        folder / "documents.jsonl", reference)
     assert _by_id(got) == _by_id(_records(reference))
     assert _by_id(got) == _by_id(_records(folder / "expected-results.jsonl"))
     # Same order as the local engine: sorted by (query, result_id).
@@ -99,14 +87,8 @@ def test_duplicates_count_once_and_malformed_lines_become_dead_letters(
     spark: Any, tmp_path: Path
 ) -> None:
     good = (EXAMPLES / "thesis" / "documents.jsonl").read_text(encoding="utf-8").splitlines()
-    bad_xml = json.dumps(
-        {
-            "stream": "S",
-            "docid": "broken",
-            "ts": "2009-04-01T09:10:00Z",
-            "xml": "<book><author>x</book>",
-        }
-    )
+    bad_xml = json.dumps({"stream": "S", "docid": "broken", "ts": "2009-04-01T09:10:00Z",
+                          "xml": "<book><author>x</book>"})
     source = tmp_path / "docs.jsonl"
     source.write_text(
         "\n".join([good[0], good[0], "this is not json", bad_xml, good[1], good[0]]) + "\n",
@@ -151,40 +133,26 @@ def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
         run.append(doc)
     permuted.extend(reversed(run))
     assert permuted != docs
-    in_order = reference_run_batch(
-        text, _envelopes(tmp_path / "sorted.jsonl", docs), tmp_path / "sorted-results.jsonl"
-    )
-    summary = run_batch(
-        load_queries(text),
-        _envelopes(tmp_path / "permuted.jsonl", permuted),
-        tmp_path / "spark.jsonl",
-        allowed_lateness_micros=lateness,
-        max_records_per_batch=4,
-    )
+    in_order = reference_run_batch(text, _envelopes(tmp_path / "sorted.jsonl", docs),
+                                   tmp_path / "sorted-results.jsonl")
+    summary = run_batch(load_queries(text), _envelopes(tmp_path / "permuted.jsonl", permuted),
+                        tmp_path / "spark.jsonl", allowed_lateness_micros=lateness,
+                        max_records_per_batch=4)
     assert in_order.results > 0 and summary.late == 0, story
     assert _by_id(_records(tmp_path / "spark.jsonl")) == _by_id(
-        _records(tmp_path / "sorted-results.jsonl")
-    ), story
+        _records(tmp_path / "sorted-results.jsonl")), story
 
     # Two documents far older than the watermark, at the end: dead letters, counted.
-    stale = [
-        type(d)(d.stream, d.docid + "-stale", d.ts_micros - 60_000_000, d.xml) for d in docs[-2:]
-    ]
+    stale = [type(d)(d.stream, d.docid + "-stale", d.ts_micros - 60_000_000, d.xml)
+             for d in docs[-2:]]
     late_input = _envelopes(tmp_path / "late.jsonl", [*permuted, *stale])
-    reference = reference_run_batch(
-        text, late_input, tmp_path / "late-reference.jsonl", allowed_lateness_micros=lateness
-    )
-    summary = run_batch(
-        load_queries(text),
-        late_input,
-        tmp_path / "late-spark.jsonl",
-        allowed_lateness_micros=lateness,
-        max_records_per_batch=4,
-    )
+    reference = reference_run_batch(text, late_input, tmp_path / "late-reference.jsonl",
+                                    allowed_lateness_micros=lateness)
+    summary = run_batch(load_queries(text), late_input, tmp_path / "late-spark.jsonl",
+                        allowed_lateness_micros=lateness, max_records_per_batch=4)
     assert summary.late == 2 and summary.dead_letters == reference.dead_letters == 2
     dead = _records(tmp_path / "late-spark.deadletter.jsonl")
     assert {d["docid"] for d in dead} == {d.docid for d in stale}
     assert {d["code"] for d in dead} == {"XSCL-R008"}
     assert _by_id(_records(tmp_path / "late-spark.jsonl")) == _by_id(
-        _records(tmp_path / "late-reference.jsonl")
-    ), story
+        _records(tmp_path / "late-reference.jsonl")), story

@@ -58,7 +58,9 @@ def test_a_value_shared_by_a_third_of_the_items_is_spread_and_results_are_exact(
     assert len(expected) > 100  # the hot value joins many pairs
 
     registry = tmp_path / "registry"
-    SubscriptionLog(registry).subscribe(registry_text(load_queries(QUERIES)), source="hot.xscl")
+    SubscriptionLog(registry).subscribe(
+        registry_text(load_queries(QUERIES)), source="hot.xscl"
+    )
     with Spool(tmp_path / "spool", sync=False) as spool:
         spool.append(items)
     query = run_once(

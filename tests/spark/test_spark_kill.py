@@ -129,8 +129,7 @@ def test_executor_killed_under_local_cluster_gives_the_failure_free_result_set(
         deadline = time.monotonic() + TIMEOUT
         while not (chosen := [pid for pid in executors if got_task(pid)]):
             assert job.running() and time.monotonic() < deadline, (
-                f"no task reached the frozen executors {executors}:\n{job.log_tail()}"
-            )
+                f"no task reached the frozen executors {executors}:\n{job.log_tail()}")
             time.sleep(0.02)
         victim = chosen[0]
         unread = unread_socket_bytes(victim, ports[victim]) - baseline[victim]
@@ -139,12 +138,10 @@ def test_executor_killed_under_local_cluster_gives_the_failure_free_result_set(
         for pid in executors:
             if pid != victim:
                 os.kill(pid, signal.SIGCONT)
-        story = (
-            f"XSCL_KILL_SEED={SEED} (workload seed {run.seed}): "
-            f"executors {executors} frozen as batch {batch} was planned; pid {victim} got "
-            f"a task ({unread} unread bytes from the driver) and was SIGKILLed, "
-            f"{committed} of {run.batches} batches committed"
-        )
+        story = (f"XSCL_KILL_SEED={SEED} (workload seed {run.seed}): "
+                 f"executors {executors} frozen as batch {batch} was planned; pid {victim} got "
+                 f"a task ({unread} unread bytes from the driver) and was SIGKILLed, "
+                 f"{committed} of {run.batches} batches committed")
         while not process_gone(victim):
             assert time.monotonic() < deadline, f"{story}\nthe executor does not die"
             time.sleep(0.05)

@@ -21,7 +21,7 @@ from xscl.spark_plugin.session import (
 def _fake_java(home: Path, version: str = "17.0.9") -> Path:
     binary = home / "bin" / "java"
     binary.parent.mkdir(parents=True)
-    binary.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2023-10-17' >&2\n")
+    binary.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2023-10-17\' >&2\n')
     binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
     return binary
 

@@ -62,10 +62,8 @@ def test_batch_backfill_reads_a_range(spark: Any, tmp_path: Path, spool_kit: Any
     assert [r.offset for r in rows] == list(range(4, 21))
     assert [r.xml for r in rows] == [d.xml for d in docs[4:21]]
     micros = [
-        int(
-            (r.ts.replace(tzinfo=dt.timezone.utc) - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc))
-            / dt.timedelta(microseconds=1)
-        )
+        int((r.ts.replace(tzinfo=dt.timezone.utc) - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc))
+            / dt.timedelta(microseconds=1))
         for r in rows
     ]
     assert micros == [spool_kit.base_ts + i * 1_000_001 for i in range(4, 21)]

@@ -48,16 +48,8 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
     docs = _example_docs()
     home, spool = tmp_path / "home", tmp_path / "home" / "spool"
     args = [
-        "--queries",
-        str(EXAMPLE / "queries.xscl"),
-        "--home",
-        str(home),
-        "--once",
-        "--max-records-per-batch",
-        "2",
-        "--quiet",
-        "--output",
-        str(tmp_path / "out.jsonl"),
+        "--queries", str(EXAMPLE / "queries.xscl"), "--home", str(home), "--once",
+        "--max-records-per-batch", "2", "--quiet", "--output", str(tmp_path / "out.jsonl"),
     ]
     with Spool(spool, sync=False) as writer:
         writer.append(docs[:4])
@@ -116,14 +108,12 @@ def test_spark_submit_with_the_built_wheel(tmp_path: Path) -> None:
         shutil.copy(REPO / name, source / name)
     subprocess.run(
         [str(python), "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
-        check=True,
-        timeout=300,
+        check=True, timeout=300,
     )
     (wheel,) = wheels.glob("xscl-*.whl")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        check=True,
-        timeout=300,
+        check=True, timeout=300,
     )
     home = tmp_path / "home"
     with Spool(home / "spool", sync=False) as writer:
@@ -135,26 +125,10 @@ def test_spark_submit_with_the_built_wheel(tmp_path: Path) -> None:
         pytest.skip(str(exc))
     entry = site / "xscl" / "spark_plugin" / "submit.py"
     done = subprocess.run(
-        [
-            str(python.parent / "spark-submit"),
-            "--master",
-            "local[2]",
-            str(entry),
-            "--queries",
-            str(EXAMPLE / "queries.xscl"),
-            "--spool",
-            str(home / "spool"),
-            "--home",
-            str(home),
-            "--once",
-            "--output",
-            str(tmp_path / "out.jsonl"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
+        [str(python.parent / "spark-submit"), "--master", "local[2]", str(entry),
+         "--queries", str(EXAMPLE / "queries.xscl"), "--spool", str(home / "spool"),
+         "--home", str(home), "--once", "--output", str(tmp_path / "out.jsonl")],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     output = done.stdout + done.stderr  # spark-submit merges Python's stderr into stdout
     assert done.returncode == 0, output[-3000:]

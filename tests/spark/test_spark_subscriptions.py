@@ -84,7 +84,8 @@ def test_log_rejects_a_publish_cycle(tmp_path: Path) -> None:
     log = SubscriptionLog(tmp_path / "reg")
     log.subscribe("p: A//x->u[./k->a] JOIN {a = b, INF} A//y->v[./k->b] PUBLISH B;", source="p")
     with pytest.raises(SubscriptionError) as cycle:
-        log.subscribe("r: B//x->u[./k->a] JOIN {a = b, INF} B//y->v[./k->b] PUBLISH A;", source="r")
+        log.subscribe("r: B//x->u[./k->a] JOIN {a = b, INF} B//y->v[./k->b] PUBLISH A;",
+                      source="r")
     assert cycle.value.code == "XSCL-S013"
 
 

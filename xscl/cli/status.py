@@ -43,14 +43,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"xscl status: --home {args.home} is not a directory", file=sys.stderr)
         return 2
     try:
-        lease = job_lease(
-            args.lease,
-            home,
-            args.name,
-            DEFAULT_LEASE_SECONDS,
-            args.lease_name,
-            args.lease_namespace,
-        )
+        lease = job_lease(args.lease, home, args.name, DEFAULT_LEASE_SECONDS, args.lease_name,
+                          args.lease_namespace)
         status = job_status(
             home,
             args.name,

@@ -338,7 +338,7 @@ def validate_all(
 
     Many queries are checked with the cyclic GC paused: the cycle check's first
     allocations otherwise set off generation scans over every parsed AST object
-    (100,000 queries: 8.1 -> 1.2 CPU-s, docs/benchmarks.md).
+    (100,000 queries: 8.1 -> 1.3 CPU-s, docs/benchmarks.md).
     """
     with _gc_paused(len(queries) + len(registered) >= _GC_PAUSE_QUERIES):
         return _validate_all(queries, streams, registered, text)

@@ -35,7 +35,6 @@ from xscl.reference.xmltree import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DocTree
 
 STREAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
-
 @dataclass(frozen=True)
 class Document:
     """One event: a parsed XML document of a stream with its event time (UTC microseconds)."""

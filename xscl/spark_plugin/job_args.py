@@ -132,7 +132,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_LEASE_SECONDS,
         metavar="S",
-        help="a standby takes over once the lease went S seconds unrenewed (default %(default)s)",
+        help="a standby takes over once the lease went S seconds unrenewed "
+        "(default %(default)s)",
     )
     pair.add_argument(
         "--renew-seconds",

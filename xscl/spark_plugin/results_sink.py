@@ -435,7 +435,7 @@ def count_results(path: str | Path) -> int:
     return len(seen)
 
 
-#: How the job's sink starts every JSON line (``record_fields`` order): the query id
+#: How every JSON line of the job starts (``engine.json_lines.JsonLineEncoder``): the query id
 #: as a JSON string (escapes included), then the hex result id.
 _LEADING_RESULT_ID = re.compile(rb'\{"query":"(?:[^"\\]|\\.)*","result_id":"([0-9a-f]+)"')
 

@@ -90,3 +90,4 @@ def encode_state(doc: DocState) -> bytes:
         bindings,
     )
     return encode(doc.stream, doc.docid, doc.ts, doc.xml, doc.seq, rows)
+

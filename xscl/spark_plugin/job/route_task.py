@@ -74,8 +74,6 @@ ROUTED_SCHEMA = pa.schema(
         ("line", pa.binary()),
     ]
 )
-
-
 def value_bucket(value: str, buckets: int) -> int:
     """The join group of a string value (stable across processes and runs).
 

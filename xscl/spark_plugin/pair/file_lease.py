@@ -148,3 +148,4 @@ class FileLease:
                         with contextlib.suppress(OSError):
                             if now - entry.stat().st_mtime > _STALE_SECONDS:
                                 os.unlink(entry.path)
+

@@ -94,7 +94,9 @@ class Identity:
 
     def record(self, epoch: int, duration: float, *, released: bool = False) -> LeaseRecord:
         """This instance's lease record at ``epoch``, renewed now."""
-        return LeaseRecord(self.holder, self.pid, self.host, epoch, time.time(), duration, released)
+        return LeaseRecord(
+            self.holder, self.pid, self.host, epoch, time.time(), duration, released
+        )
 
 
 class Lease(Protocol):

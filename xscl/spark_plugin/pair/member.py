@@ -103,7 +103,9 @@ class PairMember:
             return self.lease.acquire(record, self.floor())
         return None
 
-    def stand_by(self, warm: Callable[[Callable[[], None]], None] | None = None) -> LeaseRecord:
+    def stand_by(
+        self, warm: Callable[[Callable[[], None]], None] | None = None
+    ) -> LeaseRecord:
         """Wait as a standby until the lease is ours; our lease record.
 
         ``warm(ready)`` (the caller's warm-up) runs on a background thread meanwhile

@@ -124,10 +124,8 @@ def metrics_system(spark: Any) -> Any:
     ``SparkEnv`` (listing them needs protobuf classes that are not on the classpath)."""
     jvm = spark.sparkContext._jvm
     objects: Any = spark.sparkContext._jsc.sc()
-    for owner, name in (
-        ("org.apache.spark.SparkContext", "_env"),
-        ("org.apache.spark.SparkEnv", "metricsSystem"),
-    ):
+    for owner, name in (("org.apache.spark.SparkContext", "_env"),
+                        ("org.apache.spark.SparkEnv", "metricsSystem")):
         field = jvm.java.lang.Class.forName(owner).getDeclaredField(name)
         field.setAccessible(True)
         objects = field.get(objects)

@@ -80,7 +80,9 @@ def _clock(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def job_status(home: Path, name: str, lease: Lease, spool: Path, board: StandbyBoard) -> JobStatus:
+def job_status(
+    home: Path, name: str, lease: Lease, spool: Path, board: StandbyBoard
+) -> JobStatus:
     """Read the figures of job ``name`` under ``home`` (see the module docstring)."""
     from xscl.connectors.spool import SpoolReader
     from xscl.spark_plugin.results_sink import visible_markers
