@@ -44,7 +44,7 @@ from __future__ import annotations
 import io
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,11 +190,16 @@ def decode_table(table: pa.Table) -> list[CompiledQuery]:
 
 def read_event(registry: str | Path, version: int) -> list[CompiledQuery]:
     """The compiled queries of subscribe event ``version`` (its folder must exist)."""
+    return decode_table(_read_columns(registry, version, SCHEMA.names))
+
+
+def _read_columns(registry: str | Path, version: int, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of every row of subscribe event ``version``'s compiled folder."""
     folder = compiled_folder(registry, version)
     parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
     # ParquetFile, not read_table: that one imports pyarrow.dataset (and pandas) first
-    tables = [pq.ParquetFile(p).read(columns=SCHEMA.names, use_threads=False) for p in parts]
-    return decode_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table())
+    tables = [pq.ParquetFile(p).read(columns=list(columns), use_threads=False) for p in parts]
+    return pa.concat_tables(tables) if tables else SCHEMA.empty_table().select(list(columns))
 
 
 #: The columns a query's AST is decoded from (``Query`` without its normal form).
@@ -221,11 +226,7 @@ class EventQueries(Mapping[str, Query]):
     texts of the few queries a batch's feeds show, not of every subscription)."""
 
     def __init__(self, registry: str | Path, version: int) -> None:
-        folder = compiled_folder(registry, version)
-        parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
-        columns = list(QUERY_COLUMNS)
-        tables = [pq.ParquetFile(p).read(columns=columns, use_threads=False) for p in parts]
-        self._table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+        self._table = _read_columns(registry, version, QUERY_COLUMNS)
         self._rows = {qid: i for i, qid in enumerate(self._table.column("qid").to_pylist())}
         self._decoder = Decoder()
         self._decoded: dict[str, Query] = {}
