@@ -149,15 +149,23 @@ class StagedParquet:
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is not None:  # the batch failed: its replay stages a new file
-            if self._writer is not None:
-                self._writer.close()
-            return
+            self.abort()
+        else:
+            self.finish()
+
+    def finish(self) -> None:
+        """Write the last row group and make the file durable."""
         self._flush()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
             assert self.path is not None
             fsync_file(self.path)
+
+    def abort(self) -> None:
+        """Close the file without its last row group (the batch failed)."""
+        if self._writer is not None:
+            self._writer.close()
 
     def part(self) -> StagedPart | None:
         """The staged file for ``commit_batch`` (None when the batch had no results)."""

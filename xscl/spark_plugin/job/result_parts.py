@@ -102,15 +102,14 @@ class ParquetPart:
         self._staged.write_fields(**record_fields(json.loads(line)))
 
     def close(self) -> StagedPart:
-        self._staged.__exit__(None, None, None)
+        self._staged.finish()
         part = self._staged.part()
         if part is None:
             return StagedPart(self.partition, None, 0)
         return StagedPart(self.partition, part.staged, part.rows)
 
     def discard(self) -> None:
-        failed = RuntimeError("task failed")
-        self._staged.__exit__(RuntimeError, failed, None)
+        self._staged.abort()
         if self._staged.path is not None:
             self._staged.path.unlink(missing_ok=True)
 
