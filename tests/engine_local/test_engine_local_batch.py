@@ -166,3 +166,20 @@ def test_many_queries_register_with_the_gc_paused_and_restored(
         == {r.result_id for d in docs for r in one_by_one.process_one(*d)}
         != set()
     )
+
+
+def test_a_dead_lettered_first_delivery_still_wins() -> None:
+    """A re-delivery is ignored even when the first delivery was late or its XML was
+    rejected (spec 1; the spool keeps only the first delivery too)."""
+    engine = LocalEngine(
+        parse_queries("Q: S//a->x JOIN {x=y, INF} T//b->y"), allowed_lateness_micros=10_000_000
+    )
+    fed = [
+        ("T", "t", 100_000_000, "<b>v</b>"),
+        ("S", "late", 0, "<a>v</a>"),
+        ("S", "late", 100_000_000, "<a>v</a>"),
+        ("S", "bad", 100_000_000, "<a>v"),
+        ("S", "bad", 100_000_000, "<a>v</a>"),
+    ]
+    assert [r for doc in fed for r in engine.process_one(*doc)] == []
+    assert (engine.stats.late, engine.stats.rejected, engine.stats.duplicates) == (1, 1, 2)

@@ -121,6 +121,28 @@ def test_redelivery_first_wins_and_late_documents_are_dead_lettered() -> None:
     ]
 
 
+def test_a_dead_lettered_first_delivery_still_wins() -> None:
+    """Spec 1: a re-delivery is ignored whatever became of the first delivery; the
+    spool the streaming job reads keeps only the first one too. A line that is not a
+    delivery (no valid ``ts``) does not take the docid."""
+    lines = [
+        _line("d0", 100, "<a/>"),
+        _line("late", 0, "<a/>"),
+        _line("late", 100, "<a>again, on time</a>"),
+        _line("bad", 100, "<a>"),
+        _line("bad", 100, "<a>fixed</a>"),
+        _line("nots", "yesterday", "<a/>"),
+        _line("nots", 100, "<a/>"),
+    ]
+    docs, dead = read_envelopes(lines, allowed_lateness_micros=10_000_000)
+    assert [d.docid for d in docs] == ["d0", "nots"]
+    assert [(d.docid, d.code) for d in dead] == [
+        ("late", "XSCL-R008"),
+        ("bad", "XSCL-X001"),
+        ("nots", "XSCL-C003"),
+    ]
+
+
 QUERY_TEXT = "Q1: S/item[a->x] FOLLOWED BY {x=y, 1h} S/item[a->y];"
 
 

@@ -2,9 +2,9 @@
 
 Per new document (thesis Algorithm 4, made order-independent):
 
-1. re-delivered (stream, docid): ignored; XML Stage 1 rejects: a dead letter
-   (its code, ``XSCL-X0xx``); later than the allowed lateness: a dead letter
-   (``XSCL-R008``, reason ``late``);
+1. re-delivered (stream, docid), even after a dead letter: ignored; XML Stage 1
+   rejects: a dead letter (its code, ``XSCL-X0xx``); later than the allowed
+   lateness: a dead letter (``XSCL-R008``, reason ``late``);
 2. Stage 1 evaluates every registered definition in one pass -> witnesses;
 3. the view cache gives the slices R_L,s for the document's strings;
 4. for every template and every block the document can fill, the role plan
@@ -335,6 +335,7 @@ class LocalEngine:
         if key in self.seen:
             self.stats.duplicates += 1
             return []
+        self.seen.add(key)  # a later copy is a re-delivery, even if this one is dead-lettered
         if witness is None:
             try:
                 witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
@@ -356,7 +357,6 @@ class LocalEngine:
             self.stats.late += 1
             self.stats.rejections.append(Rejected.of(stream, docid, LateDocumentError()))
             return []
-        self.seen.add(key)
         self._seq += 1
         doc = DocState.from_rows(stream, docid, ts, xml, self._seq, witness)
         if derived:

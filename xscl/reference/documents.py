@@ -8,9 +8,11 @@ one ``DeadLetter`` and reading continues.
 
 Decisions: blank lines are skipped (they are not documents); envelope keys other
 than ``stream``/``docid``/``ts``/``xml`` are ignored; ``docid`` must be a
-non-empty string. A re-delivered ``(stream, docid)`` of an *accepted* document is
-ignored (first delivery wins, spec 1) and counted, whatever its content; a
-docid whose first delivery was dead-lettered may be delivered again. With an
+non-empty string. A re-delivered ``(stream, docid)`` is ignored (first delivery
+wins, spec 1) and counted, whatever its content, also when the first delivery was
+dead-lettered for its XML or its lateness (the spool, which the streaming job reads,
+keeps only the first delivery too); an envelope without a valid stream name or
+``ts`` is not a delivery, so its docid may come again. With an
 allowed lateness L, a document whose ts is older than ``max ts of the documents
 delivered so far (file order) - L`` is dead-lettered with reason ``late``; a
 delivered document is one with a valid envelope that is not a re-delivery, whether
@@ -175,6 +177,8 @@ def read_envelopes(
         except TimestampError as exc:
             reject(number, stream, docid, exc.message, exc.code)
             continue
+        # delivered: a later copy is a re-delivery, whatever becomes of this one
+        seen.add((stream, docid))
         try:
             tree = parse_xml(xml, max_bytes=max_bytes, max_depth=max_depth)
         except XmlDocumentError as exc:
@@ -190,7 +194,6 @@ def read_envelopes(
             stats.late += 1
             reject(number, stream, docid, "late", "XSCL-R008")
             continue
-        seen.add((stream, docid))
         max_ts = ts_micros if max_ts is None else max(max_ts, ts_micros)
         documents.append(Document(stream, docid, ts_micros, xml, tree))
         stats.accepted += 1
