@@ -156,3 +156,20 @@ def test_order_within_the_allowed_lateness_does_not_matter_and_later_is_dead(
     assert {d["code"] for d in dead} == {"XSCL-R008"}
     assert _by_id(_records(tmp_path / "late-spark.jsonl")) == _by_id(
         _records(tmp_path / "late-reference.jsonl")), story
+
+
+def test_micro_batches_count_those_that_read_documents_routed_nowhere(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A micro-batch whose documents bind nothing routes no row (Spark's numInputRows is
+    0) but still read them: it is counted (a generated workload once ran 7 for 36 lines
+    in batches of 5)."""
+    nothing = [Document("S", f"n{i}", i, "<other/>") for i in range(5)]
+    matching = [Document("S", "s", 10, "<item><a>v</a></item>"),
+                Document("T", "t", 11, "<item><a>v</a></item>")]  # fmt: skip
+    source = _envelopes(tmp_path / "docs.jsonl", [*nothing, *matching])
+    text = "Q: S//item[./a->x] JOIN {x = y, INF} T//item[./a->y];"
+    summary = run_batch(
+        load_queries(text), source, tmp_path / "spark.jsonl", max_records_per_batch=5
+    )
+    assert (summary.documents, summary.results, summary.micro_batches) == (7, 1, 2)

@@ -20,6 +20,7 @@ reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -33,7 +34,7 @@ from xscl.connectors.durable import write_atomically
 from xscl.connectors.spool import read_head
 from xscl.errors import ConnectorIOError, JavaNotFoundError, LeaseStoreError, SubscriptionError
 from xscl.spark_plugin.job_args import add_job_arguments
-from xscl.spark_plugin.progress import BatchProgress, CommittedResults
+from xscl.spark_plugin.progress import BatchProgress, CommittedResults, batch_progress
 from xscl.spark_plugin.results_sink import count_results, read_results
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
@@ -484,7 +485,7 @@ def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0)
     """
     deadline = time.monotonic() + timeout
     last = query.lastProgress
-    if last is not None and int(last.get("numInputRows") or 0) > 0:
+    if last is not None and batch_progress(json.loads(last.json)).documents > 0:
         batch_id = int(last["batchId"])
         while time.monotonic() < deadline:
             if any(b.batch_id >= batch_id for b in list(printer.batches)):
@@ -496,8 +497,6 @@ def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0)
 
 def jsonl(items: Sequence[dict[str, Any]]) -> bytes:
     """Compact JSON Lines, UTF-8."""
-    import json
-
     text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
     return text.encode("utf-8")
 
