@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +75,34 @@ def test_shared_session_is_local_with_rocksdb(spark: object, spark_home: Path) -
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert home_of(spark).root == spark_home.resolve()
     assert os.environ["JAVA_HOME"]
+
+
+def test_workers_import_pyspark_from_its_package_not_its_zip(spark: Any) -> None:
+    """The daemon (``worker_daemon``) moved Spark's pyspark.zip behind the installed
+    package of the same version, so a worker's pyspark is the compiled copy."""
+    import pyspark
+
+    where = (
+        spark.sparkContext.parallelize([0], 1)
+        .map(lambda _: __import__("pyspark").__file__)
+        .collect()[0]
+    )
+    assert ".zip" not in where
+    assert Path(where).resolve() == Path(pyspark.__file__).resolve()
+
+
+def test_worker_path_keeps_the_zip_without_an_installed_twin(tmp_path: Path) -> None:
+    import zipfile
+
+    from xscl.spark_plugin.worker_daemon import installed_first
+
+    archive = tmp_path / "pyspark.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("pyspark/version.py", "__version__ = '4.3.0'")
+    other = tmp_path / "site" / "pyspark"
+    other.mkdir(parents=True)
+    (other / "version.py").write_text("__version__ = '4.2.0'")  # another version
+    path = [str(archive), str(tmp_path / "site"), str(tmp_path / "missing.zip")]
+    assert installed_first(path) == path
+    (other / "version.py").write_text("__version__ = '4.3.0'")
+    assert installed_first(path) == [path[1], path[2], path[0]]

@@ -189,6 +189,8 @@ def session_conf(home: XsclHome, *, shuffle_partitions: int = 2) -> dict[str, st
         # JVM's 1 GB of direct memory for Arrow (docs/benchmarks.md)
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # the workers import pyspark's compiled package, not its zip (``worker_daemon``)
+        "spark.python.daemon.module": "xscl.spark_plugin.worker_daemon",
         "spark.sql.warehouse.dir": str(home.root / "warehouse"),
         "spark.local.dir": str(home.tmp),
         "spark.ui.enabled": "false",

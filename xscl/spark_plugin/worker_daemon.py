@@ -1,0 +1,85 @@
+"""Spark's Python worker daemon, importing pyspark from its installed, compiled copy.
+
+Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (and py4j's zip) first on every
+Python worker's path. Python's ``zipimport`` keeps no bytecode cache, so each forked
+worker compiled the source of the pyspark modules it imports (``pyspark.worker`` alone
+is 4,000 lines) every time: 10% of the Python workers' CPU in a 10k-subscription run
+of the job (py-spy over the process tree, docs/benchmarks.md). A pip-installed
+pyspark ships the same modules as a package with ``.pyc`` files beside the zip.
+
+``spark.python.daemon.module`` (``session.session_conf``) names this module: it moves
+each such zip behind the installed package when both hold the same version, then runs
+pyspark's own daemon unchanged, so the workers it forks import the compiled copy. Where
+no installed copy of that version exists (a Spark distribution's executors without a
+pip pyspark), the path is left as Spark made it.
+
+Where it runs: on every executor (and the driver in local mode), once per Python
+daemon Spark starts; nothing here is pickled. It must not import pyspark before the
+path is settled (``xscl`` and ``xscl.spark_plugin`` do not).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+
+#: Each zip's package and the module whose bytes must match the installed copy's.
+VERSION_FILES = {"pyspark": "pyspark/version.py", "py4j": "py4j/version.py"}
+
+
+def installed_first(path: list[str]) -> list[str]:
+    """``path`` with each pyspark/py4j zip moved to the end when a directory on the path
+    holds the same package at the same version (its ``version.py`` byte for byte).
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "site" / "pyspark").mkdir(parents=True)
+    >>> _ = (root / "site" / "pyspark" / "version.py").write_text("__version__ = '4.3.0'")
+    >>> with zipfile.ZipFile(root / "pyspark.zip", "w") as z:
+    ...     z.writestr("pyspark/version.py", "__version__ = '4.3.0'")
+    >>> path = [str(root / "pyspark.zip"), str(root / "site")]
+    >>> [pathlib.Path(p).name for p in installed_first(path)]
+    ['site', 'pyspark.zip']
+    """
+    moved = [entry for entry in path if _has_installed_twin(entry, path)]
+    return [entry for entry in path if entry not in moved] + moved
+
+
+def _has_installed_twin(entry: str, path: list[str]) -> bool:
+    if not entry.endswith(".zip") or not os.path.isfile(entry):
+        return False
+    try:
+        with zipfile.ZipFile(entry) as archive:
+            names = set(archive.namelist())
+            for version_file in VERSION_FILES.values():
+                if version_file in names:
+                    zipped = archive.read(version_file)
+                    return any(
+                        _read(os.path.join(other, version_file)) == zipped
+                        for other in path
+                        if other and not other.endswith(".zip")
+                    )
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return False
+
+
+def _read(file: str) -> bytes | None:
+    try:
+        with open(file, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def main() -> None:
+    """Settle the path, then run pyspark's daemon (it reads ``sys.argv`` as Spark gave it)."""
+    sys.path[:] = installed_first(sys.path)
+    from pyspark.daemon import manager
+
+    manager()
+
+
+if __name__ == "__main__":
+    main()
