@@ -28,9 +28,11 @@ from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.spark_plugin.compiled.spark_job import compile_in_process
+from xscl.spark_plugin.job.group_parts import GroupParts, feed_reference
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
 from xscl.spark_plugin.job.routed_source import RoutedStreamReader
+from xscl.spark_plugin.results_sink import part_records
 from xscl.spark_plugin.spool_source import SpoolOptions, SpoolRange
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
@@ -64,9 +66,11 @@ def run_job(
     cuts: list[int],
     lateness: int | None,
     compiled: bool = False,
+    part_format: str = "jsonl",
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Results (by id) and dead letters of the executor functions over ``docs``; with
-    ``compiled``, the workers register the queries from the compiled table."""
+    """Results (by id, read from the parts the groups staged) and dead letters of the
+    executor functions over ``docs``; with ``compiled``, the workers register the
+    queries from the compiled table."""
     registry = work / "registry"
     log = SubscriptionLog(registry)
     log.subscribe(text, source="workload.xscl")
@@ -78,7 +82,8 @@ def run_job(
         end = spool.next_offset()
     route = RouteTask(str(registry), 8, lateness, None, 1, 3)
     source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
-    groups = JoinGroups(str(registry), str(work / "spool"), lateness)
+    parts = GroupParts(str(work / "results"), part_format, FEED_ENTRIES)
+    groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts)
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
     dead: list[dict[str, Any]] = []
@@ -87,15 +92,42 @@ def run_job(
         routed = pa.Table.from_batches(list(source.read(SpoolRange(start, stop, 1)))).to_pandas()
         for key, rows in routed.groupby("group", sort=True):
             state = states.setdefault(int(key), MemoryState())
+            feeds: list[tuple[str, str, bytes]] = []
             for out in groups((int(key),), iter([rows.reset_index(drop=True)]), state):
-                for kind, line in zip(out["kind"], out["line"], strict=True):
-                    if kind == "result":
-                        record = json.loads(line)
-                        assert record["result_id"] not in results, "a result found twice"
-                        results[record["result_id"]] = record
+                for kind, query, result_id, line in zip(
+                    out["kind"], out["query"], out["result_id"], out["line"], strict=True
+                ):
+                    if kind == "part":
+                        for record in part_records(Path(json.loads(line)["file"])):
+                            assert record["result_id"] not in results, "a result found twice"
+                            results[record["result_id"]] = record
+                    elif kind == "feed-at":
+                        feeds.append((query, result_id, line))
+                    elif kind == "feed":
+                        assert json.loads(line)["result_id"] == result_id
                     elif kind == "dead":
                         dead.append(json.loads(line))
+            check_feed_rows(feeds, results)
     return results, dead
+
+
+#: Entries per feed in ``run_job``: small, so that feed rows are left out.
+FEED_ENTRIES = 2
+
+
+def check_feed_rows(feeds: list[tuple[str, str, bytes]], results: dict[str, Any]) -> None:
+    """A group's ``feed-at`` rows point at their records' lines in its part, at most
+    ``FEED_ENTRIES`` per query (``group_parts.keep_newest`` chooses which)."""
+    by_query: dict[str, list[tuple[str, str]]] = {}
+    for query, result_id, line in feeds:
+        file, at, size = feed_reference(line)
+        with open(file, "rb") as handle:
+            handle.seek(at)
+            record = json.loads(handle.read(size))
+        assert (record["query"], record["result_id"]) == (query, result_id)
+        by_query.setdefault(query, []).append((record["docs"][-1]["ts"], result_id))
+    for query, kept in by_query.items():
+        assert len(kept) <= FEED_ENTRIES, query
 
 
 def _item(docid: str, seconds: int, value: str) -> Document:
@@ -147,8 +179,10 @@ def test_the_join_groups_agree_with_the_reference(
 def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Results leave a group in frames of at most ``OUTPUT_CHUNK`` rows as they are made
-    (a heavy batch's results never sit whole in the worker), and they are all there."""
+    """A group's results go to its staged part, and only small rows leave it: with JSON
+    Lines parts, the part row and each query's newest ``FEED_ENTRIES`` as references;
+    with Parquet parts, every result's feed row, in frames of at most ``OUTPUT_CHUNK``
+    rows as they are made (a heavy batch's results never sit whole in the worker)."""
     from xscl.spark_plugin.job import groups
 
     monkeypatch.setattr(groups, "OUTPUT_CHUNK", 7)
@@ -162,8 +196,14 @@ def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
     monkeypatch.setattr(groups, "_frame", counted)
     text = "Q: S//item->i[./a->x] JOIN {x = y, INF} S//item->j[./a->y];\n"
     docs = [_item(f"d{i}", i, "v") for i in range(12)]  # 12 * 11 ordered pairs
-    got, _dead = run_job(tmp_path, text, docs, cuts=[], lateness=None)
-    assert got == reference_by_id(tmp_path, text, docs, None)
-    assert len(got) == 132
-    assert max(sizes) <= 7 + 1  # the last frame adds the group's time row
-    assert sum(sizes) >= 132
+    expected = reference_by_id(tmp_path, text, docs, None)
+    assert len(expected) == 132
+    got, _dead = run_job(tmp_path / "jsonl", text, docs, cuts=[], lateness=None)
+    assert got == expected
+    # one query: its newest 2 feed rows, the part row, the time row
+    assert sizes == [FEED_ENTRIES + 2]
+    sizes.clear()
+    got, _dead = run_job(tmp_path / "parquet", text, docs, [], None, part_format="parquet")
+    assert got == expected
+    assert max(sizes) <= 7 + 1  # a last frame may add the time row
+    assert sum(sizes) == 132 + 2

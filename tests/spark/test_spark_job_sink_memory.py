@@ -72,6 +72,20 @@ def _run(
     return rounds, writer
 
 
+def _run_at(tmp_path: Path, name: str, rows: list[tuple[str, int, str, bytes]]) -> None:
+    """As a join group's ``feed-at`` rows: the lines in a staged part, the feeds told
+    where each one is (``FeedRounds.add_at``)."""
+    writer = AtomFeedWriter(tmp_path / name / "feeds", max_entries=5)
+    rounds = FeedRounds(lambda: writer, 5, tmp_path / name / "staging")
+    with staged_part("jsonl", tmp_path / name / "part", 0) as part:
+        places = [part.add(line) for _query, _end, _rid, line in rows]
+        staged = part.close().staged
+    for (query, end, result_id, line), at in zip(rows, places, strict=True):
+        assert staged is not None and at is not None
+        rounds.add_at(query, end, result_id, staged, at, len(line))
+    rounds.finish()
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 10**6),
@@ -88,14 +102,16 @@ def test_feeds_do_not_depend_on_the_memory_budget(
     memory: int,
     round_bytes: int,
 ) -> None:
-    """Spilled or held, in one round or many: the same entries in every feed, each
-    query's newest 5, and no spill file left behind."""
+    """Spilled or held, in one round or many, or read back from a staged part: the same
+    entries in every feed, each query's newest 5, and no spill file left behind."""
     tmp_path = tmp_path_factory.mktemp("rounds")
     rows = _results(seed, queries, count)
     _run(tmp_path, "held", rows)
     _run(tmp_path, "bounded", rows, memory_bytes=memory, round_bytes=round_bytes)
+    _run_at(tmp_path, "staged", rows)
     held = _feeds(tmp_path / "held" / "feeds")
     assert _feeds(tmp_path / "bounded" / "feeds") == held
+    assert _feeds(tmp_path / "staged" / "feeds") == held
     expected: dict[str, list[tuple[int, str]]] = {}
     for query, end, result_id, _line_bytes in rows:
         expected.setdefault(query, []).append((end, result_id))

@@ -35,17 +35,21 @@ Hot values (DESIGN.md, load balancing): a value group reports each value with mo
 than ``hot_threshold`` documents stored under it (a ``hot`` row); the driver's commit
 adds it to the job's hot set, and from the next batch on ``route_task`` spreads it.
 
-Output rows (``OUTPUT_DDL``): ``kind`` (``result`` | ``dead`` | ``hot`` | ``time``),
-``query``, ``result_id``, ``end`` (microseconds), ``line`` (the record as a JSON line,
-spec §4; a dead letter's line; a hot row's value). Dead and hot rows have empty
-``query`` and ``result_id``; a ``time`` row (one per group and batch) carries the
-state partition in ``query`` and the microseconds the group took in ``end``: the
-sink sums them per partition into the batch's marker, which is how ``xscl serve``
-reports the slowest and the mean task of the stateful stage.
+Results are written here, not sent on: a group stages its records as a result
+part and yields a ``part`` row and its queries' newest records as feed rows
+(``group_parts``). Output rows (``OUTPUT_DDL``): ``kind`` (``part`` | ``feed-at`` |
+``feed`` | ``dead`` | ``hot`` | ``time``; the sink also takes ``result`` rows, which
+carry a record's JSON line, from the CEL job), ``query``, ``result_id``, ``end``
+(microseconds), ``line`` (see ``group_parts``; a dead letter's line; a hot row's
+value). Dead and hot rows have empty ``query`` and ``result_id``; a ``time`` row
+(one per group and batch) carries the state partition in ``query`` and the
+microseconds the group took in ``end``: the sink sums them per partition into the
+batch's marker, which is how ``xscl serve`` reports the slowest and the mean task of
+the stateful stage.
 
 Where it runs: ``JoinGroups`` is built on the driver once per query start and
-pickled to executors (strings and integers only); ``__call__`` runs on an executor
-once per group and micro-batch (and replay).
+pickled to executors (strings and integers only, ``GroupParts`` included);
+``__call__`` runs on an executor once per group and micro-batch (and replay).
 """
 
 from __future__ import annotations
@@ -59,11 +63,11 @@ from typing import Any
 import pandas as pd
 
 from xscl.engine import LocalEngine, ResultRecord
-from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.matcher import Match
 from xscl.engine.state import DocState
 from xscl.spark_plugin.job.codec import decode, encode_state
 from xscl.spark_plugin.job.documents import fill_xml, spool_xml
+from xscl.spark_plugin.job.group_parts import GroupParts, OutputRow
 from xscl.spark_plugin.job.queries import SEQ_STRIDE, JobQueries, owner_edge, queries_at
 from xscl.spark_plugin.job.route_task import CHAIN_GROUP, DEAD_GROUP
 from xscl.spark_plugin.results_sink import task_partition
@@ -75,7 +79,7 @@ STATE_DDL = "docs BINARY"
 _OUTPUT_COLUMNS = ("kind", "query", "result_id", "end", "line")
 #: Output rows per frame a group yields: PySpark turns frames into Arrow batches of
 #: ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (``session``), so a batch
-#: with hundreds of thousands of results never sits whole in the worker's memory.
+#: with hundreds of thousands of feed rows never sits whole in the worker's memory.
 OUTPUT_CHUNK = 1_000
 
 
@@ -159,10 +163,13 @@ class JoinGroups:
         registry: str,
         spool: str,
         allowed_lateness: int | None,
+        parts: GroupParts,
         hot_threshold: int | None = None,
         applied: str | None = None,
     ) -> None:
         self.registry = registry
+        #: where the groups stage their results (``group_parts``)
+        self.parts = parts
         #: where the job records the offsets subscription events took effect at
         self.applied = applied
         #: where documents' XML is read back (``documents``)
@@ -178,7 +185,7 @@ class JoinGroups:
         started = time.perf_counter()
         group = int(key[0])
         frame = pd.concat(list(frames), ignore_index=True)
-        out: list[tuple[str, str, str, int, bytes]] = []
+        out: list[OutputRow] = []
         if group == DEAD_GROUP:
             out.extend(("dead", "", "", 0, line) for line in frame["line"].tolist())
             yield _frame(out)
@@ -203,12 +210,10 @@ class JoinGroups:
             records = self._chain(queries, stored, new)
         else:
             records = self._values(queries, stored, new)
-        encoder = JsonLineEncoder()
-        for record in records:
-            line = encoder.encode(record)
-            out.append(("result", record.query, record.result_id, record.end_micros, line))
+        for row in self.parts.rows(records):
+            out.append(row)
             if len(out) >= OUTPUT_CHUNK:
-                yield _frame(out)  # a heavy batch's results leave as they are made
+                yield _frame(out)  # a Parquet part's feed rows leave as they are made
                 out = []
         if group != CHAIN_GROUP and self.hot_threshold is not None:
             out.extend(("hot", "", "", 0, v.encode()) for v in stored.hot(self.hot_threshold))
@@ -345,7 +350,7 @@ class ExactDocs:
         return row, real, nodes
 
 
-def _frame(rows: list[tuple[str, str, str, int, bytes]]) -> pd.DataFrame:
+def _frame(rows: list[OutputRow]) -> pd.DataFrame:
     """Output rows as the pandas frame Spark expects (``OUTPUT_DDL``; no missing values:
     dead-letter and hot rows carry empty strings and 0)."""
     columns = [list(c) for c in zip(*rows, strict=True)]

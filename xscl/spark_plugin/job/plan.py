@@ -4,9 +4,11 @@
 
     xscl-routed: the spool (offsets, registry version per    driver plans; executors read,
       batch), Stage 1, lateness, routing (RouteTask)         evaluate and route
-      -> groupBy(group).applyInPandasWithState(JoinGroups)      executors, RocksDB state
+      -> groupBy(group).applyInPandasWithState(JoinGroups)      executors, RocksDB state;
+                                                                 results staged as parts
       -> repartition(query)                                      one task per feed owner
-      -> xscl-job-output                                         tasks write; driver commits
+      -> xscl-job-output                                         tasks write feeds; driver
+                                                                 commits the parts
 
 The plan never changes while the job runs: subscriptions are data read by the tasks
 (``queries``), so subscribing, even to a new template, needs no new plan. Its
@@ -23,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from xscl.spark_plugin.job.group_parts import GroupParts
 from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
 from xscl.spark_plugin.job.shape import JobShape, settle
 from xscl.spark_plugin.job_args import (
@@ -118,6 +121,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             plan.registry,
             plan.spool,
             plan.allowed_lateness,
+            GroupParts(plan.output, plan.results_format, plan.feed_entries),
             plan.hot_threshold if plan.hot_folder is not None and shape.salts > 1 else None,
             plan.applied,
         ),

@@ -19,8 +19,9 @@ Example::
             part.add(line)
         staged = part.close()     # StagedPart(partition, ".../<uuid>.jsonl", rows)
 
-Where it runs: executors, once per sink task attempt; nothing here is pickled (the
-task returns the ``StagedPart``). A failed attempt's file is removed, so a retried
+Where it runs: executors, once per join group and batch (``group_parts``: the join
+groups' results) or per sink task attempt (the CEL job's results); nothing here is
+pickled (the task returns the ``StagedPart``). A failed attempt's file is removed, so a retried
 task leaves no orphan in the staging folder.
 """
 
@@ -44,8 +45,10 @@ WRITE_BUFFER = 1 << 20
 class ResultPart(Protocol):
     """One task's staged result file."""
 
-    def add(self, line: bytes) -> None:
-        """Append one record (a spec section 4 JSON line, newline included)."""
+    def add(self, line: bytes) -> int | None:
+        """Append one record (a spec section 4 JSON line, newline included); the line's
+        byte offset in the file when the file holds the lines as they are (JSON Lines),
+        else None."""
 
     def close(self) -> StagedPart:
         """Make the file durable; what the driver's commit renames (no file: no rows)."""
@@ -62,15 +65,20 @@ class JsonLinesPart:
         self.partition = partition
         self.path: Path | None = None
         self.rows = 0
+        #: bytes written so far: the next line's offset
+        self.size = 0
         self._file: IO[bytes] | None = None
 
-    def add(self, line: bytes) -> None:
+    def add(self, line: bytes) -> int:
         if self._file is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             self.path = self.staging / f"{uuid.uuid4().hex}.jsonl"
             self._file = open(self.path, "wb", buffering=WRITE_BUFFER)  # noqa: SIM115
         self._file.write(line)
         self.rows += 1
+        offset = self.size
+        self.size += len(line)
+        return offset
 
     def close(self) -> StagedPart:
         if self._file is not None:
@@ -100,6 +108,7 @@ class ParquetPart:
 
     def add(self, line: bytes) -> None:
         self._staged.write_fields(**record_fields(json.loads(line)))
+        return None
 
     def close(self) -> StagedPart:
         self._staged.finish()

@@ -3,20 +3,23 @@
 The job's streaming query ends in this sink. Its rows (``groups.OUTPUT_DDL``) arrive
 partitioned by query id, so each task owns its queries' Atom feeds for the batch:
 
-* **results**: each task writes its result lines to one staging part as they arrive
-  (``result_parts``: JSON Lines, or Parquet with ``format=parquet``; repeated result
-  ids dropped), and the driver's commit
-  renames the parts and writes ``_commits/<batch:020d>.json`` atomically
-  (``results_sink.commit_batch``): a replayed batch finds its marker and discards
-  what it staged, so no result is committed twice;
+* **results**: the XSCL job's join groups staged their results as parts themselves
+  (``group_parts``; a ``part`` row names each); the CEL job sends ``result`` rows,
+  which each task writes to one staging part as they arrive (``result_parts``: JSON
+  Lines, or Parquet with ``format=parquet``; repeated result ids dropped). The
+  driver's commit renames every part and writes ``_commits/<batch:020d>.json``
+  atomically (``results_sink.commit_batch``): a replayed batch finds its marker and
+  discards what it staged, so no result is committed twice;
 * **dead letters**: staged the same way and renamed to
   ``deadletters/<batch:020d>-<task:05d>.jsonl`` before the marker (a replay renames
   over the same names);
 * **hot values** reported by the join groups: the driver's commit adds them to the
   job's hot-values folder (``hotValues`` option) before the marker;
 * **Atom feeds**: each task merges its queries' newest results into their feeds
-  (``atom.AtomFeedWriter``), in rounds of bounded memory (``FeedRounds``); entries
-  are idempotent by result id, so a replayed task rewrites the same feed.
+  (``atom.AtomFeedWriter``), in rounds of bounded memory (``FeedRounds``): from
+  ``result`` and ``feed`` rows, or read back from a group's staged part (``feed-at``
+  rows); entries are idempotent by result id, so a replayed task rewrites the same
+  feed.
 
 **Fencing** (``fence`` option: the lease and the epoch the job runs at, ``pair``):
 everything above is written under the epoch's own folder, so what a primary writes
@@ -35,7 +38,7 @@ executors and holds strings and integers only; each Python worker keeps one
 from __future__ import annotations
 
 import contextlib
-import heapq
+import errno
 import json
 import os
 import uuid
@@ -51,12 +54,14 @@ from pyspark.sql.types import StructType
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
 from xscl.spark_plugin.atom import AtomFeedWriter, SubscribedTexts
+from xscl.spark_plugin.job.group_parts import feed_reference, keep_newest
 from xscl.spark_plugin.job.result_parts import ResultPart, staged_part
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
     COMMITS,
     STAGING,
     StagedPart,
+    clear_staging,
     commit_batch,
     discard,
     task_partition,
@@ -71,6 +76,8 @@ class TaskOutput(WriterCommitMessage):
     """What one task staged: its result part and its dead letters (None: nothing)."""
 
     part: StagedPart
+    #: the parts the join groups staged, named by this task's ``part`` rows
+    upstream: list[StagedPart] = field(default_factory=list)
     dead: str | None = None
     dead_rows: int = 0
     feeds: dict[str, int] = field(default_factory=dict)
@@ -154,6 +161,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
                     rows.take(batch)
                 output = TaskOutput(
                     results.close(),
+                    rows.upstream,
                     hot=sorted(rows.hot),
                     group_micros=rows.spent,
                     max_end=rows.max_end,
@@ -221,7 +229,11 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         ends = [o.max_end for o in outputs if o.max_end is not None]
         if ends:
             extra["max_end"] = max(ends)
-        commit_batch(self.path, name, [o.part for o in outputs], extra)
+        commit_batch(self.path, name, numbered(outputs), extra)
+        # what is left in staging now is an orphan: a join group's part from a task
+        # attempt that was retried (its rows never reached a sink); no task of this
+        # job runs between batches
+        clear_staging(self.path)
 
     def _record_hot(self, name: str, outputs: list[TaskOutput]) -> None:
         """Add the values reported hot to the job's hot set (driver, once per batch).
@@ -243,10 +255,24 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Drop what the failed attempt staged (driver)."""
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
-        discard([o.part for o in outputs])
+        discard(numbered(outputs))
         for output in outputs:
             if output.dead is not None:
                 Path(output.dead).unlink(missing_ok=True)
+
+
+def numbered(outputs: list[TaskOutput]) -> list[StagedPart]:
+    """Every part the batch's tasks staged or were told of, numbered 0, 1, ... (a task's
+    own part and the join groups' parts share its partition; ``commit_batch`` names
+    each part by its number).
+
+    >>> out = TaskOutput(StagedPart(1, "b", 2), [StagedPart(1, "a", 3), StagedPart(0, None, 0)])
+    >>> [(p.partition, p.staged) for p in numbered([out])]
+    [(0, 'a'), (1, 'b')]
+    """
+    parts = [p for o in outputs for p in (o.part, *o.upstream) if p.staged is not None]
+    parts.sort(key=lambda p: (p.partition, p.staged or ""))
+    return [StagedPart(n, p.staged, p.rows) for n, p in enumerate(parts)]
 
 
 @contextlib.contextmanager
@@ -285,12 +311,14 @@ def check_fence(fence: str) -> None:
 
 class _TaskRows:
     """One sink task's rows split by kind as they arrive (executor, once per task):
-    results to their part and feeds (each result id once), dead letters, hot values,
-    the join groups' time per state partition."""
+    results to their part and feeds (each result id once), the join groups' staged
+    parts and feed rows, dead letters, hot values, the join groups' time per state
+    partition."""
 
     def __init__(self, results: ResultPart, feeds: FeedRounds) -> None:
         self.results = results
         self.feeds = feeds
+        self.upstream: list[StagedPart] = []
         self.dead: list[bytes] = []
         self.hot: set[str] = set()
         self.spent: dict[int, int] = {}
@@ -307,7 +335,15 @@ class _TaskRows:
             columns["line"],
             strict=True,
         ):
-            if kind == "dead":
+            if kind == "feed-at":
+                self.feeds.add_at(query, end, result_id, *feed_reference(line))
+            elif kind == "feed":
+                self.feeds.add(query, end, result_id, line)
+            elif kind == "part":
+                staged = json.loads(line)
+                self.upstream.append(StagedPart(task_partition(), staged["file"], staged["rows"]))
+                self.max_end = end if self.max_end is None else max(self.max_end, end)
+            elif kind == "dead":
                 self.dead.append(line)
             elif kind == "hot":
                 self.hot.add(line.decode())
@@ -332,7 +368,8 @@ class FeedRounds:
 
     Each query keeps its newest ``entries`` results (a feed shows no more). The kept
     lines stay in memory up to ``memory_bytes``; past that, every kept line waits in
-    a spill file in the staging folder and only its offset stays in memory. At the
+    a spill file in the staging folder and only its offset stays in memory. A line a
+    join group staged (``add_at``) stays where it is: only its place is kept. At the
     end the queries are merged into their feeds in rounds of about ``round_bytes``,
     each query in one round, so each feed is written once per batch whatever the
     order the rows came in (a heavy batch's task held ~2.5 GB of results before).
@@ -356,19 +393,26 @@ class FeedRounds:
         self.round_bytes = round_bytes
         #: how many times the feeds were merged (``finish``)
         self.rounds = 0
-        #: per query, a min-heap of its newest (end, result id, line or spill offset)
+        #: per query, a min-heap of its newest (end, result id, line or (file, offset, size))
         self._newest: dict[str, list[tuple[int, str, Any]]] = {}
         self._held = 0
         self._spill: IO[bytes] | None = None  # open once memory_bytes is passed
+        self._readers: dict[str, int] = {}  # file -> descriptor, for the kept lines
 
     def add(self, query: str, end: int, result_id: str, line: bytes) -> None:
         """Keep one result (result ids arrive once: the sink drops repeats)."""
-        ref: bytes | tuple[int, int] = line
+        ref: bytes | tuple[str, int, int] = line
         if self._spill is not None or self._held + len(line) > self.memory_bytes:
             ref = self._spilled(line)
         else:
             self._held += len(line)
-        _keep_newest(self._newest.setdefault(query, []), (end, result_id, ref), self.entries)
+        keep_newest(self._newest.setdefault(query, []), (end, result_id, ref), self.entries)
+
+    def add_at(self, query: str, end: int, result_id: str, file: str, at: int, size: int) -> None:
+        """Keep one result whose line is in ``file`` (a join group's staged part)."""
+        keep_newest(
+            self._newest.setdefault(query, []), (end, result_id, (file, at, size)), self.entries
+        )
 
     def finish(self) -> dict[str, int]:
         """Merge every kept result into its feed; entries now in each feed written."""
@@ -395,33 +439,36 @@ class FeedRounds:
             self.close()
 
     def close(self) -> None:
-        """Remove the spill file, if there is one."""
+        """Close the files read and remove the spill file, if there is one."""
+        for descriptor in self._readers.values():
+            os.close(descriptor)
+        self._readers.clear()
         if self._spill is not None:
             self._spill.close()
             Path(self._spill.name).unlink(missing_ok=True)
             self._spill = None
 
-    def _spilled(self, line: bytes) -> tuple[int, int]:
+    def _spilled(self, line: bytes) -> tuple[str, int, int]:
         if self._spill is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             path = self.staging / f"{uuid.uuid4().hex}.feeds-spill"
             self._spill = open(path, "w+b", buffering=1 << 20)  # noqa: SIM115
         offset = self._spill.tell()
         self._spill.write(line)
-        return offset, len(line)
+        return self._spill.name, offset, len(line)
 
-    def _read(self, offset: int, size: int) -> bytes:
-        assert self._spill is not None
-        self._spill.flush()
-        return os.pread(self._spill.fileno(), size, offset)
-
-
-def _keep_newest(heap: list[tuple[int, str, Any]], item: tuple[int, str, Any], limit: int) -> None:
-    """Keep the ``limit`` newest (end, result id) items of a query: its feed shows no more."""
-    if len(heap) < limit:
-        heapq.heappush(heap, item)
-    elif item[:2] > heap[0][:2]:
-        heapq.heapreplace(heap, item)
+    def _read(self, file: str, offset: int, size: int) -> bytes:
+        if self._spill is not None and file == self._spill.name:
+            self._spill.flush()
+        descriptor = self._readers.get(file)
+        if descriptor is None:
+            descriptor = self._readers[file] = os.open(file, os.O_RDONLY)
+        line = os.pread(descriptor, size, offset)
+        if len(line) != size:
+            raise OSError(
+                errno.EIO, f"a staged result line ends early ({len(line)} of {size} bytes)", file
+            )
+        return line
 
 
 def _stage_bytes(staging: Path, data: bytes, suffix: str) -> str:
