@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -176,7 +177,8 @@ def _jvm_running() -> bool:
 
 
 def session_conf(home: XsclHome, *, shuffle_partitions: int = 2) -> dict[str, str]:
-    """The Spark settings xscl relies on (all overridable through ``conf``)."""
+    """The Spark settings xscl relies on (all overridable through ``conf``, or by
+    ``--conf`` in ``PYSPARK_SUBMIT_ARGS``: ``build_session``)."""
     return {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -201,6 +203,22 @@ def session_conf(home: XsclHome, *, shuffle_partitions: int = 2) -> dict[str, st
     }
 
 
+def submitted_settings(arguments: str) -> set[str]:
+    """The Spark settings given as ``--conf key=value`` in ``PYSPARK_SUBMIT_ARGS``.
+
+    >>> sorted(submitted_settings("--conf spark.a=1 --conf=spark.b=x --master local pyspark-shell"))
+    ['spark.a', 'spark.b']
+    """
+    words = shlex.split(arguments)
+    keys = set()
+    for index, word in enumerate(words):
+        if word == "--conf" and index + 1 < len(words):
+            keys.add(words[index + 1].split("=", 1)[0])
+        elif word.startswith("--conf="):
+            keys.add(word.removeprefix("--conf=").split("=", 1)[0])
+    return keys
+
+
 def build_session(
     master: str | None = None,
     app_name: str = "xscl",
@@ -221,6 +239,8 @@ def build_session(
 
     layout = XsclHome(Path(home if home is not None else DEFAULT_HOME).resolve()).create()
     settings = session_conf(layout)
+    for key in submitted_settings(os.environ.get("PYSPARK_SUBMIT_ARGS", "")):
+        settings.pop(key, None)  # given to spark-submit: it wins over xscl's default
     settings.update(conf or {})
     chosen = master or settings.pop("spark.master", None) or os.environ.get(MASTER_ENV)
     builder = SparkSession.builder.appName(app_name)
