@@ -140,7 +140,7 @@ def test_many_queries_register_with_the_gc_paused_and_restored(
     results as one by one, and the collector is on again afterwards."""
     import gc
 
-    from xscl.engine import local
+    from xscl.lang import gc_pause
 
     text = ";\n".join(
         f"Q{i}: S//a->x[./b='v{i % 7}'] JOIN {{x=y, 1h}} T//c->y" for i in range(1_200)
@@ -156,7 +156,7 @@ def test_many_queries_register_with_the_gc_paused_and_restored(
     monkeypatch.setattr(LocalEngine, "add_query", add)
     bulk = LocalEngine(queries)
     assert gc.isenabled() and len(seen) == 1_200 and not any(seen)
-    monkeypatch.setattr(local, "_GC_PAUSE_QUERIES", 10**9)
+    monkeypatch.setattr(gc_pause, "GC_PAUSE_QUERIES", 10**9)
     seen.clear()
     one_by_one = LocalEngine(queries)
     assert all(seen)

@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import gc
 import heapq
 import time
 from collections import Counter, deque
@@ -41,8 +40,8 @@ from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, ViewCache
 from xscl.errors import LateDocumentError, PublishCycleError, XsclError
 from xscl.lang.ast import Query
+from xscl.lang.gc_pause import registering
 from xscl.lang.normal_form.model import NormalQuery, VarDef
-from xscl.lang.parser import _gc_paused
 from xscl.templates.assign import TemplateAssignment
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
@@ -51,9 +50,6 @@ from xscl.xpath import DocumentRows, Stage1, Stage1Error
 
 #: document tuples whose shared record parts are remembered before the memo is reset
 _DOCS_INFO_CAPACITY = 4096
-
-#: Engines built with at least this many queries register them with the cyclic GC paused.
-_GC_PAUSE_QUERIES = 1_000
 
 
 @dataclass(frozen=True)
@@ -127,17 +123,13 @@ class LocalEngine:
         #: normal forms and template assignments, computed once per query shape
         self.shapes = ShapeMemo()
         queries = list(queries)
-        large = len(queries) >= _GC_PAUSE_QUERIES
-        with _gc_paused(large):
+        # many queries: the collector paused, then one collection here, not in the
+        # first documents processed (seconds at 100k, docs/benchmarks.md)
+        with registering(len(queries)):
             normal = [q if isinstance(q, NormalQuery) else self.shapes.normal(q) for q in queries]
             check_publish_cycles(normal)
             for query in normal:
                 self.add_query(query)
-        if large:
-            # One full collection now, while registering (as the CEL engine does): the
-            # collector's first full pass over the subscriptions would otherwise fall
-            # into document processing (seconds at 100k, docs/benchmarks.md).
-            gc.collect()
 
     # ---------------------------------------------------------------- registry
     def add_query(

@@ -31,7 +31,6 @@ Which implementation of each optimisation is used is an ``EngineConfig``.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 import json
@@ -54,15 +53,12 @@ from xscl.events.results import Result
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.ast import Query
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
-from xscl.lang.parser import _gc_paused
+from xscl.lang.gc_pause import registering
 
 __all__ = ["OPTIMISATIONS", "Engine", "EngineConfig", "SubscriptionError"]
 
 Schema = tuple[str, ...]
 _BEFORE_TIME = -(2**63)
-#: Subscriptions at least this large are compiled with the cyclic GC paused: they
-#: allocate many small acyclic objects, and its scans of a big heap dominated.
-_GC_PAUSE_QUERIES = 1_000
 
 
 @dataclass(frozen=True)
@@ -169,16 +165,11 @@ class Engine:
         for stream, schema in program.published.items():
             self.schemas.setdefault(stream, schema)
         since = _BEFORE_TIME if self.time is None else self.time
-        large = len(program.queries) >= _GC_PAUSE_QUERIES
-        with _gc_paused(large):
+        # many queries: the collector paused, then one collection here, not in the
+        # first events processed (seconds at 400k subscriptions)
+        with registering(len(program.queries)):
             for query in program.queries:
                 self._subscribe(query, since)
-        if large:
-            # One full collection now, while subscribing: the collector's count of
-            # long-lived objects was taken before these were made, and its first full
-            # pass over them would otherwise fall into event processing (seconds at
-            # 400k subscriptions). Not gc.freeze(): unsubscribed states form cycles.
-            gc.collect()
         return [q.qid for q in program.queries]
 
     def _subscribe(self, query: Query, since: int) -> None:

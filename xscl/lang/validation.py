@@ -40,9 +40,9 @@ import elementpath
 
 from xscl.errors import XsclValidationError, excerpt_at
 from xscl.lang.ast import FunctionPredicate, Query, Span
+from xscl.lang.gc_pause import GC_PAUSE_QUERIES, gc_paused
 from xscl.lang.normal_form.paths import iter_steps, query_bindings
 from xscl.lang.normal_form.qualify_namespaces import namespace_map
-from xscl.lang.parser import _gc_paused
 
 __all__ = ["publish_cycles", "structural_errors", "validate", "validate_all"]
 
@@ -340,12 +340,8 @@ def validate_all(
     allocations otherwise set off generation scans over every parsed AST object
     (100,000 queries: 8.1 -> 1.3 CPU-s, docs/benchmarks.md).
     """
-    with _gc_paused(len(queries) + len(registered) >= _GC_PAUSE_QUERIES):
+    with gc_paused(len(queries) + len(registered) >= GC_PAUSE_QUERIES):
         return _validate_all(queries, streams, registered, text)
-
-
-#: Validations of at least this many queries run with the cyclic GC paused.
-_GC_PAUSE_QUERIES = 1_000
 
 
 def _validate_all(

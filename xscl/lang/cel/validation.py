@@ -85,7 +85,7 @@ from xscl.lang.cel.ast import (
 from xscl.lang.cel.functions import FUNCTIONS
 from xscl.lang.cel.parser import ParseResult
 from xscl.lang.cel.schema import duplicates, fold_iterated, fold_schema, next_schema
-from xscl.lang.parser import _gc_paused
+from xscl.lang.gc_pause import GC_PAUSE_QUERIES, gc_paused
 from xscl.lang.validation import strongly_connected
 
 __all__ = ["Program", "published_subqueries", "stream_refs", "validate"]
@@ -597,12 +597,8 @@ def validate(
     Queries come back in an order where every query follows the queries whose
     streams it reads.
     """
-    with _gc_paused(len(parsed.queries) >= _GC_PAUSE_QUERIES):
+    with gc_paused(len(parsed.queries) >= GC_PAUSE_QUERIES):
         return _validate(parsed, catalog or {}, text, source)
-
-
-#: Files with at least this many queries are checked with the cyclic GC paused.
-_GC_PAUSE_QUERIES = 1_000
 
 
 def _validate(
