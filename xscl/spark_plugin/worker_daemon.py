@@ -24,8 +24,8 @@ import os
 import sys
 import zipfile
 
-#: Each zip's package and the module whose bytes must match the installed copy's.
-VERSION_FILES = {"pyspark": "pyspark/version.py", "py4j": "py4j/version.py"}
+#: The module of each zipped package whose bytes must match the installed copy's.
+VERSION_FILES = ("pyspark/version.py", "py4j/version.py")
 
 
 def installed_first(path: list[str]) -> list[str]:
@@ -52,7 +52,7 @@ def _has_installed_twin(entry: str, path: list[str]) -> bool:
     try:
         with zipfile.ZipFile(entry) as archive:
             names = set(archive.namelist())
-            for version_file in VERSION_FILES.values():
+            for version_file in VERSION_FILES:
                 if version_file in names:
                     zipped = archive.read(version_file)
                     return any(

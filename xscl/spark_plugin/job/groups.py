@@ -244,7 +244,6 @@ class JoinGroups:
             state = decode(entry.data)
             engine.store(state)
             homes[id(state)] = entry.homes
-        emitted: set[str] = set()
         exact = ExactDocs(queries, self.spool)
         for doc in new:
             for match in engine.matches(doc.state):
@@ -252,10 +251,7 @@ class JoinGroups:
                     real = exact.match(match)
                     if real is None:
                         continue  # equal digests of different strings: no result
-                    record = engine.record(real)
-                    if record.result_id not in emitted:
-                        emitted.add(record.result_id)
-                        yield record
+                    yield engine.record(real)  # a repeated id is dropped (group_parts)
             if not doc.homes:
                 continue  # only probes here (a hot value stored under another salt)
             engine.store(doc.state)

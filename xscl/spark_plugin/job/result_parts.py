@@ -1,4 +1,4 @@
-"""A sink task's result part, written as its lines arrive.
+"""A task's result part, written as its lines arrive.
 
 A heavy micro-batch's results can be gigabytes: a ``SELECT *`` result carries its
 documents' elements, and at 100k subscriptions one batch of 2,000 items made
@@ -21,8 +21,8 @@ Example::
 
 Where it runs: executors, once per join group and batch (``group_parts``: the join
 groups' results) or per sink task attempt (the CEL job's results); nothing here is
-pickled (the task returns the ``StagedPart``). A failed attempt's file is removed, so a retried
-task leaves no orphan in the staging folder.
+pickled (the task returns the ``StagedPart``). A failed attempt's file is removed,
+so a retried task leaves no orphan in the staging folder.
 """
 
 from __future__ import annotations
