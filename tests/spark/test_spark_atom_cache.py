@@ -444,16 +444,15 @@ def test_content_from_pieces_equals_content_of_the_whole(
     parts: list[str], cache_bytes: int
 ) -> None:
     """A result's CDATA made from its cached XML pieces is byte for byte the whole's."""
-    writer = AtomFeedWriter("unused", cache_bytes=cache_bytes)
-    record = {"xml": "".join(parts), "xml_parts": tuple(parts)}
+    renderer = atom.EntryRenderer(cache_bytes)
     for _ in range(2):  # cold, then from the piece cache
-        assert writer._content(record, record["xml_parts"]) == atom.character_data("".join(parts))
+        assert renderer._content(tuple(parts)) == atom.character_data("".join(parts))
     # a result's XML split at its wrapper (``result_body``) the same way
     wrapped = '<result query="q">' + "".join(parts) + "</result>"
     split = atom.result_body(wrapped)
     assert split is not None and "".join(split) == wrapped
     for _ in range(2):
-        assert writer._content({"xml": wrapped}, split) == atom.character_data(wrapped)
+        assert renderer._content(split) == atom.character_data(wrapped)
 
 
 def test_entry_text_is_shared_only_across_a_wrapper() -> None:
@@ -461,14 +460,14 @@ def test_entry_text_is_shared_only_across_a_wrapper() -> None:
     not so wrapped are keyed whole, so a different first piece is not shared."""
     docs = [{"stream": "S", "docid": f"d{n}", "ts": format_ts(BASE)} for n in range(2)]
     item = "<item><title>A</title></item>"
-    writer = AtomFeedWriter("unused")
+    renderer = atom.EntryRenderer(1 << 20)
     for query, first in (("Q1", "<r><item><title>X</title></item>"), ("Q2", "<r>" + item)):
         parts = (first, item, "</r>")
         record = {"query": query, "result_id": query, "docs": docs, "xml": "".join(parts)}
         unwrapped = {**record, "xml_parts": parts}
-        assert writer._entry(unwrapped, BASE) == atom.entry_of(unwrapped, BASE)
+        assert renderer.entry(unwrapped, BASE) == atom.entry_of(unwrapped, BASE)
         wrapped = {**record, "xml": f'<result query="{query}">{item * 2}</result>'}
-        assert writer._entry(wrapped, BASE) == atom.entry_of(wrapped, BASE)
+        assert renderer.entry(wrapped, BASE) == atom.entry_of(wrapped, BASE)
 
 
 def test_the_self_link_is_the_feed_files_resolved_uri(tmp_path: Path) -> None:

@@ -27,8 +27,9 @@ from tests.spark.jobkit import reference_by_id
 from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.spark_plugin.atom import FeedEntry, entry_of, result_entry_id
 from xscl.spark_plugin.compiled.spark_job import compile_in_process
-from xscl.spark_plugin.job.group_parts import GroupParts, feed_reference
+from xscl.spark_plugin.job.group_parts import GroupParts, entry_reference
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
 from xscl.spark_plugin.job.routed_source import RoutedStreamReader
@@ -67,10 +68,12 @@ def run_job(
     lateness: int | None,
     compiled: bool = False,
     part_format: str = "jsonl",
+    feed_entries: int = 2,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Results (by id, read from the parts the groups staged) and dead letters of the
     executor functions over ``docs``; with ``compiled``, the workers register the
-    queries from the compiled table."""
+    queries from the compiled table. Each group's feed entries are checked
+    (``check_entries``)."""
     registry = work / "registry"
     log = SubscriptionLog(registry)
     log.subscribe(text, source="workload.xscl")
@@ -82,7 +85,7 @@ def run_job(
         end = spool.next_offset()
     route = RouteTask(str(registry), 8, lateness, None, 1, 3)
     source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
-    parts = GroupParts(str(work / "results"), part_format, FEED_ENTRIES)
+    parts = GroupParts(str(work / "results"), part_format, feed_entries)
     groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts)
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
@@ -92,42 +95,46 @@ def run_job(
         routed = pa.Table.from_batches(list(source.read(SpoolRange(start, stop, 1)))).to_pandas()
         for key, rows in routed.groupby("group", sort=True):
             state = states.setdefault(int(key), MemoryState())
-            feeds: list[tuple[str, str, bytes]] = []
+            entries: list[tuple[str, str, int, bytes]] = []
             for out in groups((int(key),), iter([rows.reset_index(drop=True)]), state):
-                for kind, query, result_id, line in zip(
-                    out["kind"], out["query"], out["result_id"], out["line"], strict=True
+                for kind, query, result_id, end, line in zip(
+                    out["kind"],
+                    out["query"],
+                    out["result_id"],
+                    out["end"],
+                    out["line"],
+                    strict=True,
                 ):
                     if kind == "part":
                         for record in part_records(Path(json.loads(line)["file"])):
                             assert record["result_id"] not in results, "a result found twice"
                             results[record["result_id"]] = record
-                    elif kind == "feed-at":
-                        feeds.append((query, result_id, line))
-                    elif kind == "feed":
-                        assert json.loads(line)["result_id"] == result_id
+                    elif kind == "entry-at":
+                        entries.append((query, result_id, int(end), line))
                     elif kind == "dead":
                         dead.append(json.loads(line))
-            check_feed_rows(feeds, results)
+            check_entries(entries, results, feed_entries)
     return results, dead
 
 
-#: Entries per feed in ``run_job``: small, so that feed rows are left out.
-FEED_ENTRIES = 2
-
-
-def check_feed_rows(feeds: list[tuple[str, str, bytes]], results: dict[str, Any]) -> None:
-    """A group's ``feed-at`` rows point at their records' lines in its part, at most
-    ``FEED_ENTRIES`` per query (``group_parts.keep_newest`` chooses which)."""
-    by_query: dict[str, list[tuple[str, str]]] = {}
-    for query, result_id, line in feeds:
-        file, at, size = feed_reference(line)
+def check_entries(
+    entries: list[tuple[str, str, int, bytes]], results: dict[str, Any], limit: int
+) -> None:
+    """A group's ``entry-at`` rows point at the Atom entries of its newest results,
+    byte for byte what the sink renders from the result's line (``atom.entry_of``), at
+    most ``limit`` per query (``group_parts.keep_newest`` chooses which)."""
+    by_query: dict[str, list[str]] = {}
+    for query, result_id, end, line in entries:
+        file, at, size = entry_reference(line)
         with open(file, "rb") as handle:
             handle.seek(at)
-            record = json.loads(handle.read(size))
-        assert (record["query"], record["result_id"]) == (query, result_id)
-        by_query.setdefault(query, []).append((record["docs"][-1]["ts"], result_id))
+            data = handle.read(size)
+        record = results[result_id]
+        assert record["query"] == query
+        assert FeedEntry(end, result_entry_id(result_id), data) == entry_of(record, end)
+        by_query.setdefault(query, []).append(result_id)
     for query, kept in by_query.items():
-        assert len(kept) <= FEED_ENTRIES, query
+        assert len(kept) <= limit, query
 
 
 def _item(docid: str, seconds: int, value: str) -> Document:
@@ -179,10 +186,10 @@ def test_the_join_groups_agree_with_the_reference(
 def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A group's results go to its staged part, and only small rows leave it: with JSON
-    Lines parts, the part row and each query's newest ``FEED_ENTRIES`` as references;
-    with Parquet parts, every result's feed row, in frames of at most ``OUTPUT_CHUNK``
-    rows as they are made (a heavy batch's results never sit whole in the worker)."""
+    """A group's results go to its staged part, and only small rows leave it: the part
+    row and each query's newest ``--feed-entries`` entries as references, in frames of
+    at most ``OUTPUT_CHUNK`` rows (a heavy batch's rows never sit whole in the
+    worker's frames), in either results format."""
     from xscl.spark_plugin.job import groups
 
     monkeypatch.setattr(groups, "OUTPUT_CHUNK", 7)
@@ -198,12 +205,15 @@ def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
     docs = [_item(f"d{i}", i, "v") for i in range(12)]  # 12 * 11 ordered pairs
     expected = reference_by_id(tmp_path, text, docs, None)
     assert len(expected) == 132
-    got, _dead = run_job(tmp_path / "jsonl", text, docs, cuts=[], lateness=None)
-    assert got == expected
-    # one query: its newest 2 feed rows, the part row, the time row
-    assert sizes == [FEED_ENTRIES + 2]
-    sizes.clear()
-    got, _dead = run_job(tmp_path / "parquet", text, docs, [], None, part_format="parquet")
-    assert got == expected
-    assert max(sizes) <= 7 + 1  # a last frame may add the time row
-    assert sum(sizes) == 132 + 2
+    for part_format in ("jsonl", "parquet"):
+        got, _dead = run_job(tmp_path / part_format, text, docs, [], None, part_format)
+        assert got == expected
+        # one query: its newest 2 entry rows, the part row, the time row
+        assert sizes == [2 + 2]
+        sizes.clear()
+        work = tmp_path / f"{part_format}-all"
+        got, _dead = run_job(work, text, docs, [], None, part_format, feed_entries=200)
+        assert got == expected
+        assert max(sizes) <= 7 + 1  # a last frame may add the time row
+        assert sum(sizes) == 132 + 2  # every result's entry, the part row, the time row
+        sizes.clear()

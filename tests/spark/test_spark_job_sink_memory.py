@@ -73,16 +73,18 @@ def _run(
 
 
 def _run_at(tmp_path: Path, name: str, rows: list[tuple[str, int, str, bytes]]) -> None:
-    """As a join group's ``feed-at`` rows: the lines in a staged part, the feeds told
-    where each one is (``FeedRounds.add_at``)."""
+    """As a join group's ``entry-at`` rows: the entries rendered into a staged file, the
+    feeds told where each one is (``FeedRounds.add_entry``)."""
     writer = AtomFeedWriter(tmp_path / name / "feeds", max_entries=5)
     rounds = FeedRounds(lambda: writer, 5, tmp_path / name / "staging")
-    with staged_part("jsonl", tmp_path / name / "part", 0) as part:
-        places = [part.add(line) for _query, _end, _rid, line in rows]
-        staged = part.close().staged
-    for (query, end, result_id, line), at in zip(rows, places, strict=True):
-        assert staged is not None and at is not None
-        rounds.add_at(query, end, result_id, staged, at, len(line))
+    renderer = atom.EntryRenderer(1 << 20)
+    staged = tmp_path / name / "group.entries"
+    staged.parent.mkdir(parents=True)
+    with open(staged, "wb") as entries:
+        for query, end, result_id, line in rows:
+            data = renderer.entry(json.loads(line), end).data
+            rounds.add_entry(query, end, result_id, str(staged), entries.tell(), len(data))
+            entries.write(data)
     rounds.finish()
 
 
@@ -102,8 +104,9 @@ def test_feeds_do_not_depend_on_the_memory_budget(
     memory: int,
     round_bytes: int,
 ) -> None:
-    """Spilled or held, in one round or many, or read back from a staged part: the same
-    entries in every feed, each query's newest 5, and no spill file left behind."""
+    """Spilled or held, in one round or many, or rendered already and read back from a
+    group's entries file: the same entries in every feed, each query's newest 5, and no
+    spill file left behind."""
     tmp_path = tmp_path_factory.mktemp("rounds")
     rows = _results(seed, queries, count)
     _run(tmp_path, "held", rows)

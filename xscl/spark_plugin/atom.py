@@ -59,6 +59,7 @@ from xscl.spark_plugin.feed_entry import EntryText, cel_entry_text, entry_text
 from xscl.spark_plugin.results_sink import read_results
 
 if TYPE_CHECKING:
+    from xscl.engine.output import ResultRecord
     from xscl.spark_plugin.subscriptions import SubscriptionEvent
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
@@ -160,7 +161,16 @@ def entry_id_of(record: Mapping[str, Any]) -> str:
     """The Atom id of a result record (an XSCL or a CEL one), as it reads back from the feed."""
     if "result_id" not in record:
         return xml_safe(f"urn:xscl:cel:{record['id']}")
-    return xml_safe(f"urn:xscl:result:{record['result_id']}")
+    return result_entry_id(record["result_id"])
+
+
+def result_entry_id(result_id: str) -> str:
+    """The Atom id of the XSCL result ``result_id``.
+
+    >>> result_entry_id("4f2a")
+    'urn:xscl:result:4f2a'
+    """
+    return xml_safe(f"urn:xscl:result:{result_id}")
 
 
 def render_entry(
@@ -207,7 +217,7 @@ def entry_of(
 _RESULT_START = '<result query="'
 _RESULT_END = "</result>"
 #: What an entry's text depends on: the result's XML without its wrapper, its
-#: documents (stream, docid, ts) and its join values (``AtomFeedWriter._entry``).
+#: documents (stream, docid, ts) and its join values (``EntryRenderer``).
 _TextKey = tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...]]
 
 
@@ -227,6 +237,113 @@ def result_body(xml: str) -> tuple[str, str, str] | None:
     if tag_end == 0 or xml[tag_end - 2] == "/":
         return None
     return xml[:tag_end], xml[tag_end : -len(_RESULT_END)], _RESULT_END
+
+
+class EntryRenderer:
+    """Atom entries of result records, with the work results share done once.
+
+    Results of the same documents share their XML but for the ``<result
+    query="...">`` wrapper (every query that matched them): each XML piece's CDATA
+    and each entry's text (title, links, HTML: from the documents, the join values
+    and the XML's elements, never the query) are kept, so a heavy batch parses each
+    document pairing once, not once per result. ``max_bytes`` bounds each cache
+    (they start over past it). The same record gives the same bytes from its JSON
+    line (``entry``, the sink) and as an object (``result_entry``, the join groups).
+
+    >>> from xscl.engine.output import ResultRecord
+    >>> record = ResultRecord("q", "r1", (("S", "d1", 0),), (), (("x", "v"),), 0, 0,
+    ...                       xml_parts=('<result query="q">', "<item/>", "</result>"))
+    >>> renderer = EntryRenderer(2**20)
+    >>> renderer.result_entry(record) == renderer.entry(result_mapping(record), 0)
+    True
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        #: XML piece -> its CDATA body (``_cdata_body``)
+        self._pieces = PieceCache(max_bytes)
+        #: (XML body, documents, join values) -> the entry's text
+        self._texts: dict[_TextKey, EntryText] = {}
+        self._texts_size = 0
+        #: a record's documents -> (stream, docid, formatted time) of each
+        self._docs: dict[tuple[tuple[str, str, int], ...], tuple[tuple[str, str, str], ...]] = {}
+
+    def entry(self, record: Mapping[str, Any], end: int) -> FeedEntry:
+        """``entry_of(record, end)`` for a record as read from its JSON line (or a CEL one)."""
+        parts = record.get("xml_parts")
+        if parts is None:
+            parts = result_body(str(record.get("xml", "")))
+        if parts is None or not record.get("docs"):  # a CEL result, or no documents
+            content = None if parts is None else self._content(parts)
+            return entry_of(record, end, content)
+        docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
+        values = tuple((record.get("values") or {}).items())
+        return self._render(entry_id_of(record), end, parts, docs, values, lambda: record)
+
+    def result_entry(self, record: ResultRecord) -> FeedEntry:
+        """The same entry for a record as the engine built it (no JSON in between)."""
+        parts = record.xml_parts if record.xml_parts is not None else result_body(record.xml)
+        if parts is None or not record.docs:
+            return entry_of(result_mapping(record), record.end_micros)
+        docs = self._docs.get(record.docs)
+        if docs is None:
+            if len(self._docs) >= _DOCS_CAPACITY:
+                self._docs.clear()
+            docs = self._docs[record.docs] = tuple((s, d, format_ts(t)) for s, d, t in record.docs)
+        values = tuple(dict(record.values).items())
+        entry_id = result_entry_id(record.result_id)
+        return self._render(
+            entry_id, record.end_micros, parts, docs, values, lambda: result_mapping(record)
+        )
+
+    def _render(
+        self,
+        entry_id: str,
+        end: int,
+        parts: Sequence[str],
+        docs: tuple[tuple[str, str, str], ...],
+        values: tuple[Any, ...],
+        record: Callable[[], Mapping[str, Any]],
+    ) -> FeedEntry:
+        # the key is the XML without its wrapper only when the parts are so wrapped
+        wrapped = len(parts) > 1 and parts[0].startswith(_RESULT_START) and parts[-1] == _RESULT_END
+        body = "".join(parts[1:-1] if wrapped else parts)
+        key = (body, docs, values)
+        text = self._texts.get(key)
+        if text is None:
+            text = entry_text(record())
+            if self._texts_size + len(body) > self._pieces.max_bytes:
+                self._texts.clear()
+                self._texts_size = 0
+            self._texts[key] = text
+            self._texts_size += len(body)
+        return render_entry(entry_id, end, text, self._content(parts))
+
+    def _content(self, parts: Sequence[str]) -> bytes:
+        """``character_data`` of the XML made of ``parts`` (``xml_parts``: a ``SELECT *``
+        result's elements, shared by every result of the same documents; else
+        ``result_body``'s split), each piece converted once."""
+        bodies = [self._pieces.get(part, _cdata_body) for part in parts]
+        # a carriage return means escaped text, and a piece ending in "]" could form
+        # "]]>" with the next: both are rare, and then the whole text is converted
+        if any(b == b"\r" or b.endswith(b"]") for b in bodies):
+            return character_data("".join(parts))
+        return b"".join((b"<![CDATA[", *bodies, b"]]>"))
+
+
+#: Distinct document tuples ``EntryRenderer`` keeps formatted before starting over.
+_DOCS_CAPACITY = 10_000
+
+
+def result_mapping(record: ResultRecord) -> dict[str, Any]:
+    """A result record as its JSON line reads back (spec section 4)."""
+    return {
+        "query": record.query,
+        "result_id": record.result_id,
+        "docs": [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs],
+        "nodes": dict(record.nodes),
+        "values": dict(record.values),
+        "xml": record.xml,
+    }
 
 
 def _safe_parser() -> etree.XMLParser:
@@ -389,12 +506,15 @@ class _CachedFeed:
 class _PendingFeed:
     """A query's buffered results: the newest ``max_entries`` distinct ones."""
 
-    #: entry id -> (end time, record); a result added again replaces its record
-    records: dict[str, tuple[int, Mapping[str, Any]]] = field(default_factory=dict)
+    #: entry id -> (end time, record or its entry rendered already); a result added
+    #: again replaces its record
+    records: dict[str, tuple[int, Mapping[str, Any] | FeedEntry]] = field(default_factory=dict)
     #: min-heap of the records' sort keys (a key left by a changed end time is skipped)
     keys: list[tuple[int, str]] = field(default_factory=list)
 
-    def add(self, entry_id: str, end: int, record: Mapping[str, Any], limit: int) -> None:
+    def add(
+        self, entry_id: str, end: int, record: Mapping[str, Any] | FeedEntry, limit: int
+    ) -> None:
         known = self.records.get(entry_id)
         self.records[entry_id] = (end, record)
         if known is None or known[0] != end:
@@ -510,11 +630,7 @@ class AtomFeedWriter:
         #: per query, least recently written first
         self._cache: OrderedDict[str, _CachedFeed] = OrderedDict()
         self._cached_size = 0
-        #: XML piece -> its CDATA body (``_cdata_body``), a quarter of ``cache_bytes``
-        self._pieces = PieceCache(cache_bytes // 4)
-        #: (XML body, documents, join values) -> the entry's text (``_entry``)
-        self._texts: dict[_TextKey, EntryText] = {}
-        self._texts_size = 0
+        self.renderer = EntryRenderer(cache_bytes // 4)
 
     def feed_path(self, query_id: str) -> Path:
         return self.directory / f"{query_id}.atom"
@@ -545,6 +661,12 @@ class AtomFeedWriter:
         end = result_end_micros(record) if end_micros is None else end_micros
         pending = self._newest[str(record["query"])]
         pending.add(entry_id_of(record), end, record, self.max_entries)
+
+    def add_entry(self, query_id: str, entry: FeedEntry) -> None:
+        """Buffer one result's entry, rendered already (``EntryRenderer``: by the join
+        group that made the result); as ``add`` otherwise."""
+        pending = self._newest[query_id]
+        pending.add(entry.entry_id, entry.updated_micros, entry, self.max_entries)
 
     def flush(self) -> dict[str, int]:
         """Merge the buffered records into their feeds; return entries written per feed.
@@ -608,7 +730,9 @@ class AtomFeedWriter:
         return {entry.entry_id: entry for entry in read_entries(path)}, None
 
     def _merge(
-        self, current: dict[str, FeedEntry], fresh: dict[str, tuple[int, Mapping[str, Any]]]
+        self,
+        current: dict[str, FeedEntry],
+        fresh: dict[str, tuple[int, Mapping[str, Any] | FeedEntry]],
     ) -> list[FeedEntry]:
         """The newest ``max_entries`` of the feed's and the batch's entries, newest first.
 
@@ -617,52 +741,12 @@ class AtomFeedWriter:
         keys = [(e.updated_micros, i) for i, e in current.items() if i not in fresh]
         keys.extend((end, i) for i, (end, _record) in fresh.items())
         return [
-            self._entry(fresh[i][1], end) if i in fresh else current[i]
+            self._fresh_entry(fresh[i][1], end) if i in fresh else current[i]
             for end, i in heapq.nlargest(self.max_entries, keys)
         ]
 
-    def _entry(self, record: Mapping[str, Any], end: int) -> FeedEntry:
-        """``entry_of(record)``, with the work the record shares with others done once.
-
-        Results of the same documents share their XML but for the ``<result
-        query="...">`` wrapper (every query that matched them): the body's CDATA and
-        the entry's text (title, links, HTML: from the documents, the join values and
-        the XML's elements, never the query) are kept per body, so a heavy batch
-        parses each document pairing once, not once per result.
-        """
-        parts = record.get("xml_parts")
-        if parts is None:
-            parts = result_body(str(record.get("xml", "")))
-        content = self._content(record, parts)
-        if parts is None or not record.get("docs"):  # a CEL result, or no documents
-            return entry_of(record, end, content)
-        # the key is the XML without its wrapper only when the parts are so wrapped
-        wrapped = len(parts) > 1 and parts[0].startswith(_RESULT_START) and parts[-1] == _RESULT_END
-        body = "".join(parts[1:-1] if wrapped else parts)
-        docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
-        key = (body, docs, tuple((record.get("values") or {}).items()))
-        text = self._texts.get(key)
-        if text is None:
-            text = entry_text(record)
-            if self._texts_size + len(key[0]) > self._pieces.max_bytes:
-                self._texts.clear()
-                self._texts_size = 0
-            self._texts[key] = text
-            self._texts_size += len(key[0])
-        return render_entry(entry_id_of(record), end, text, content)
-
-    def _content(self, record: Mapping[str, Any], parts: Sequence[str] | None) -> bytes:
-        """``character_data`` of the record's XML, from its pieces when it has them
-        (``xml_parts``: a ``SELECT *`` result's elements, shared by every result of the
-        same documents; else ``result_body``'s split), each piece converted once."""
-        if parts is None:
-            return character_data(str(record.get("xml", "")))
-        bodies = [self._pieces.get(part, _cdata_body) for part in parts]
-        # a carriage return means escaped text, and a piece ending in "]" could form
-        # "]]>" with the next: both are rare, and then the whole text is converted
-        if any(b == b"\r" or b.endswith(b"]") for b in bodies):
-            return character_data("".join(parts))
-        return b"".join((b"<![CDATA[", *bodies, b"]]>"))
+    def _fresh_entry(self, record: Mapping[str, Any] | FeedEntry, end: int) -> FeedEntry:
+        return record if isinstance(record, FeedEntry) else self.renderer.entry(record, end)
 
     def _remember(
         self, query_id: str, entries: list[FeedEntry], stamp: tuple[int, int, int] | None

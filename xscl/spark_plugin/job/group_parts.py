@@ -9,27 +9,32 @@ the sink's Python. Instead the group writes its records to a staged result part
 * one ``part`` row: the staged file and its row count (``line``, JSON) and the
   records' largest end time (``end``); the sink passes it to the driver's commit,
   which renames it under the batch's marker like the sink's own parts;
-* the rows the query's Atom feed may show: only each query's newest
-  ``feed_entries`` records of the group's batch (a feed shows no more), as
-  ``feed-at`` rows pointing into the part (``line`` = ``offset:size:path``; the
-  sink reads the line back: the results folder is shared by every task, as the
-  driver's commit already requires), or, for a part that does not keep the lines
-  as they are (Parquet), as ``feed`` rows carrying the line, each as it is made.
+* the Atom entries the query's feed may show: only each query's newest
+  ``feed_entries`` records of the group's batch (a feed shows no more), rendered
+  here from the record objects (``atom.EntryRenderer``: no JSON to parse back, the
+  XML pieces' hashes already known) into a staged entries file, and sent as
+  ``entry-at`` rows (``line`` = ``offset:size:path``); the sink reads the bytes back
+  and merges them into the feeds (the results folder is shared by every task, as
+  the driver's commit already requires).
 
 Exactly once: a staged part is committed only through the batch's marker (as the
-sink's parts are). A group call that fails removes its file; one whose task is
-retried later leaves an orphan that no marker names, removed by the batch's commit
-(``sink``: no task runs between micro-batches) or at the job's next start
-(``results_sink.clear_staging``). A replayed batch stages new files.
+sink's parts are). A group call that fails removes its files; one whose task is
+retried later leaves orphans that no marker names, removed by the batch's commit
+(``sink``: no task runs between micro-batches, so every entries file is read by
+then) or at the job's next start (``results_sink.clear_staging``). A replayed batch
+stages new files.
 
 Where it runs: executors, once per join group and batch (inside ``JoinGroups``);
-``GroupParts`` is pickled with ``JoinGroups`` and holds strings and integers only.
+``GroupParts`` is pickled with ``JoinGroups`` and holds strings and integers only;
+each Python worker keeps one ``EntryRenderer`` (its caches serve every group call).
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +42,18 @@ from typing import Any
 
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
+from xscl.spark_plugin.atom import DEFAULT_CACHE_BYTES, EntryRenderer
 from xscl.spark_plugin.job.result_parts import staged_part
 from xscl.spark_plugin.results_sink import STAGING, task_partition
 
 #: One output row of the join groups (``groups.OUTPUT_DDL``).
 OutputRow = tuple[str, str, str, int, bytes]
+
+
+@functools.cache
+def worker_renderer() -> EntryRenderer:
+    """This Python worker's renderer of the groups' feed entries (made on first use)."""
+    return EntryRenderer(DEFAULT_CACHE_BYTES // 4)
 
 
 @dataclass(frozen=True)
@@ -62,10 +74,10 @@ class GroupParts:
         >>> recs = [ResultRecord("q", f"r{n}", (("S", f"d{n}", n),), (), (), n, n, "<a/>")
         ...         for n in (1, 2)]
         >>> [(kind, rid, end) for kind, _q, rid, end, _line in out.rows(recs)]
-        [('feed-at', 'r2', 2), ('part', '', 2)]
+        [('entry-at', 'r2', 2), ('part', '', 2)]
         """
         encoder = JsonLineEncoder()
-        newest: dict[str, list[tuple[int, str, int, int]]] = {}
+        newest: dict[str, list[tuple[int, str, ResultRecord]]] = {}
         seen: set[str] = set()
         max_end = 0
         staging = Path(self.path) / STAGING
@@ -74,23 +86,41 @@ class GroupParts:
                 if record.result_id in seen:
                     continue
                 seen.add(record.result_id)
-                line = encoder.encode(record)
-                at = part.add(line)
+                part.add(encoder.encode(record))
                 end = record.end_micros
                 max_end = max(max_end, end)
-                if at is None:
-                    yield ("feed", record.query, record.result_id, end, line)
-                else:
-                    kept = newest.setdefault(record.query, [])
-                    keep_newest(kept, (end, record.result_id, at, len(line)), self.feed_entries)
+                kept = newest.setdefault(record.query, [])
+                keep_newest(kept, (end, record.result_id, record), self.feed_entries)
             staged = part.close()
         if staged.staged is None:
             return
-        for query, kept in newest.items():
-            for end, result_id, at, size in kept:
-                yield ("feed-at", query, result_id, end, f"{at}:{size}:{staged.staged}".encode())
+        yield from stage_entries(staging, newest)
         body = {"file": staged.staged, "rows": staged.rows}
         yield ("part", "", "", max_end, json.dumps(body).encode())
+
+
+def stage_entries(
+    staging: Path, newest: dict[str, list[tuple[int, str, ResultRecord]]]
+) -> list[OutputRow]:
+    """Render each kept record's Atom entry into a new staged entries file; an
+    ``entry-at`` row per entry (the file is complete before any row leaves)."""
+    renderer = worker_renderer()
+    path = staging / f"{uuid.uuid4().hex}.entries"
+    rows: list[OutputRow] = []
+    at = 0
+    try:
+        with open(path, "wb", buffering=1 << 20) as entries:
+            for query, kept in newest.items():
+                for end, result_id, record in kept:
+                    data = renderer.result_entry(record).data
+                    entries.write(data)
+                    place = f"{at}:{len(data)}:{path}".encode()
+                    rows.append(("entry-at", query, result_id, end, place))
+                    at += len(data)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return rows
 
 
 def keep_newest(heap: list[Any], item: tuple[Any, ...], limit: int) -> None:
@@ -109,11 +139,11 @@ def keep_newest(heap: list[Any], item: tuple[Any, ...], limit: int) -> None:
         heapq.heapreplace(heap, item)
 
 
-def feed_reference(line: bytes) -> tuple[str, int, int]:
-    """(file, offset, size) of a ``feed-at`` row's line.
+def entry_reference(line: bytes) -> tuple[str, int, int]:
+    """(file, offset, size) of an ``entry-at`` row's entry.
 
-    >>> feed_reference(b"120:35:/out/_staging/ab.jsonl")
-    ('/out/_staging/ab.jsonl', 120, 35)
+    >>> entry_reference(b"120:35:/out/_staging/ab.entries")
+    ('/out/_staging/ab.entries', 120, 35)
     """
     at, size, file = line.split(b":", 2)
     return file.decode(), int(at), int(size)

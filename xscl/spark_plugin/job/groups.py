@@ -36,9 +36,10 @@ than ``hot_threshold`` documents stored under it (a ``hot`` row); the driver's c
 adds it to the job's hot set, and from the next batch on ``route_task`` spreads it.
 
 Results are written here, not sent on: a group stages its records as a result
-part and yields a ``part`` row and its queries' newest records as feed rows
-(``group_parts``). Output rows (``OUTPUT_DDL``): ``kind`` (``part`` | ``feed-at`` |
-``feed`` | ``dead`` | ``hot`` | ``time``; the sink also takes ``result`` rows, which
+part, renders its queries' newest records as Atom entries and yields a ``part``
+row and an ``entry-at`` row per entry (``group_parts``). Output rows
+(``OUTPUT_DDL``): ``kind`` (``part`` | ``entry-at`` | ``dead`` | ``hot`` |
+``time``; the sink also takes ``result`` rows, which
 carry a record's JSON line, from the CEL job), ``query``, ``result_id``, ``end``
 (microseconds), ``line`` (see ``group_parts``; a dead letter's line; a hot row's
 value). Dead and hot rows have empty ``query`` and ``result_id``; a ``time`` row
@@ -79,7 +80,7 @@ STATE_DDL = "docs BINARY"
 _OUTPUT_COLUMNS = ("kind", "query", "result_id", "end", "line")
 #: Output rows per frame a group yields: PySpark turns frames into Arrow batches of
 #: ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (``session``), so a batch
-#: with hundreds of thousands of feed rows never sits whole in the worker's memory.
+#: with hundreds of thousands of entry rows never sits whole in the worker's memory.
 OUTPUT_CHUNK = 1_000
 
 
@@ -213,7 +214,7 @@ class JoinGroups:
         for row in self.parts.rows(records):
             out.append(row)
             if len(out) >= OUTPUT_CHUNK:
-                yield _frame(out)  # a Parquet part's feed rows leave as they are made
+                yield _frame(out)
                 out = []
         if group != CHAIN_GROUP and self.hot_threshold is not None:
             out.extend(("hot", "", "", 0, v.encode()) for v in stored.hot(self.hot_threshold))

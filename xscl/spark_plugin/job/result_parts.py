@@ -45,10 +45,8 @@ WRITE_BUFFER = 1 << 20
 class ResultPart(Protocol):
     """One task's staged result file."""
 
-    def add(self, line: bytes) -> int | None:
-        """Append one record (a spec section 4 JSON line, newline included); the line's
-        byte offset in the file when the file holds the lines as they are (JSON Lines),
-        else None."""
+    def add(self, line: bytes) -> None:
+        """Append one record (a spec section 4 JSON line, newline included)."""
 
     def close(self) -> StagedPart:
         """Make the file durable; what the driver's commit renames (no file: no rows)."""
@@ -65,20 +63,15 @@ class JsonLinesPart:
         self.partition = partition
         self.path: Path | None = None
         self.rows = 0
-        #: bytes written so far: the next line's offset
-        self.size = 0
         self._file: IO[bytes] | None = None
 
-    def add(self, line: bytes) -> int:
+    def add(self, line: bytes) -> None:
         if self._file is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             self.path = self.staging / f"{uuid.uuid4().hex}.jsonl"
             self._file = open(self.path, "wb", buffering=WRITE_BUFFER)  # noqa: SIM115
         self._file.write(line)
         self.rows += 1
-        offset = self.size
-        self.size += len(line)
-        return offset
 
     def close(self) -> StagedPart:
         if self._file is not None:
@@ -108,7 +101,6 @@ class ParquetPart:
 
     def add(self, line: bytes) -> None:
         self._staged.write_fields(**record_fields(json.loads(line)))
-        return None
 
     def close(self) -> StagedPart:
         self._staged.finish()

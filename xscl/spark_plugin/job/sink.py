@@ -16,10 +16,10 @@ partitioned by query id, so each task owns its queries' Atom feeds for the batch
 * **hot values** reported by the join groups: the driver's commit adds them to the
   job's hot-values folder (``hotValues`` option) before the marker;
 * **Atom feeds**: each task merges its queries' newest results into their feeds
-  (``atom.AtomFeedWriter``), in rounds of bounded memory (``FeedRounds``): from
-  ``result`` and ``feed`` rows, or read back from a group's staged part (``feed-at``
-  rows); entries are idempotent by result id, so a replayed task rewrites the same
-  feed.
+  (``atom.AtomFeedWriter``), in rounds of bounded memory (``FeedRounds``): the
+  entries the join groups rendered, read back from their staged entries files
+  (``entry-at`` rows), and the CEL job's ``result`` rows, rendered here; entries are
+  idempotent by result id, so a replayed task rewrites the same feed.
 
 **Fencing** (``fence`` option: the lease and the epoch the job runs at, ``pair``):
 everything above is written under the epoch's own folder, so what a primary writes
@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -53,8 +53,8 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.spark_plugin.atom import AtomFeedWriter, SubscribedTexts
-from xscl.spark_plugin.job.group_parts import feed_reference, keep_newest
+from xscl.spark_plugin.atom import AtomFeedWriter, FeedEntry, SubscribedTexts, result_entry_id
+from xscl.spark_plugin.job.group_parts import entry_reference, keep_newest
 from xscl.spark_plugin.job.result_parts import ResultPart, staged_part
 from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.spark_plugin.results_sink import (
@@ -312,7 +312,7 @@ def check_fence(fence: str) -> None:
 class _TaskRows:
     """One sink task's rows split by kind as they arrive (executor, once per task):
     results to their part and feeds (each result id once), the join groups' staged
-    parts and feed rows, dead letters, hot values, the join groups' time per state
+    parts and feed entries, dead letters, hot values, the join groups' time per state
     partition."""
 
     def __init__(self, results: ResultPart, feeds: FeedRounds) -> None:
@@ -335,10 +335,8 @@ class _TaskRows:
             columns["line"],
             strict=True,
         ):
-            if kind == "feed-at":
-                self.feeds.add_at(query, end, result_id, *feed_reference(line))
-            elif kind == "feed":
-                self.feeds.add(query, end, result_id, line)
+            if kind == "entry-at":
+                self.feeds.add_entry(query, end, result_id, *entry_reference(line))
             elif kind == "part":
                 staged = json.loads(line)
                 self.upstream.append(StagedPart(task_partition(), staged["file"], staged["rows"]))
@@ -368,11 +366,12 @@ class FeedRounds:
 
     Each query keeps its newest ``entries`` results (a feed shows no more). The kept
     lines stay in memory up to ``memory_bytes``; past that, every kept line waits in
-    a spill file in the staging folder and only its offset stays in memory. A line a
-    join group staged (``add_at``) stays where it is: only its place is kept. At the
-    end the queries are merged into their feeds in rounds of about ``round_bytes``,
-    each query in one round, so each feed is written once per batch whatever the
-    order the rows came in (a heavy batch's task held ~2.5 GB of results before).
+    a spill file in the staging folder and only its offset stays in memory. An entry
+    a join group rendered and staged (``add_entry``) stays where it is: only its
+    place is kept. At the end the queries are merged into their feeds in rounds of
+    about ``round_bytes``, each query in one round, so each feed is written once per
+    batch whatever the order the rows came in (a heavy batch's task held ~2.5 GB of
+    results before).
 
     Where it runs: executors, once per sink task; ``writer`` is called at the end
     (this worker's ``AtomFeedWriter``); the spill file is removed when the task ends.
@@ -393,26 +392,27 @@ class FeedRounds:
         self.round_bytes = round_bytes
         #: how many times the feeds were merged (``finish``)
         self.rounds = 0
-        #: per query, a min-heap of its newest (end, result id, line or (file, offset, size))
-        self._newest: dict[str, list[tuple[int, str, Any]]] = {}
+        #: per query, a min-heap of its newest (end, result id, line or ``_Place``)
+        self._newest: dict[str, list[tuple[int, str, bytes | _Place]]] = {}
         self._held = 0
         self._spill: IO[bytes] | None = None  # open once memory_bytes is passed
         self._readers: dict[str, int] = {}  # file -> descriptor, for the kept lines
 
     def add(self, query: str, end: int, result_id: str, line: bytes) -> None:
         """Keep one result (result ids arrive once: the sink drops repeats)."""
-        ref: bytes | tuple[str, int, int] = line
+        ref: bytes | _Place = line
         if self._spill is not None or self._held + len(line) > self.memory_bytes:
             ref = self._spilled(line)
         else:
             self._held += len(line)
         keep_newest(self._newest.setdefault(query, []), (end, result_id, ref), self.entries)
 
-    def add_at(self, query: str, end: int, result_id: str, file: str, at: int, size: int) -> None:
-        """Keep one result whose line is in ``file`` (a join group's staged part)."""
-        keep_newest(
-            self._newest.setdefault(query, []), (end, result_id, (file, at, size)), self.entries
-        )
+    def add_entry(
+        self, query: str, end: int, result_id: str, file: str, at: int, size: int
+    ) -> None:
+        """Keep one result whose Atom entry is rendered in ``file`` (a join group's)."""
+        place = _Place(file, at, size, rendered=True)
+        keep_newest(self._newest.setdefault(query, []), (end, result_id, place), self.entries)
 
     def finish(self) -> dict[str, int]:
         """Merge every kept result into its feed; entries now in each feed written."""
@@ -423,10 +423,13 @@ class FeedRounds:
             writer = self.writer()
             merged = 0
             for query in sorted(self._newest):
-                for end, _result_id, ref in self._newest.pop(query):
-                    line = ref if isinstance(ref, bytes) else self._read(*ref)
-                    writer.add(json.loads(line), end)
-                    merged += len(line)
+                for end, result_id, ref in self._newest.pop(query):
+                    data = ref if isinstance(ref, bytes) else self._read(ref)
+                    if isinstance(ref, _Place) and ref.rendered:
+                        writer.add_entry(query, FeedEntry(end, result_entry_id(result_id), data))
+                    else:
+                        writer.add(json.loads(data), end)
+                    merged += len(data)
                 if merged >= self.round_bytes:
                     written.update(writer.flush())
                     self.rounds += 1
@@ -448,27 +451,38 @@ class FeedRounds:
             Path(self._spill.name).unlink(missing_ok=True)
             self._spill = None
 
-    def _spilled(self, line: bytes) -> tuple[str, int, int]:
+    def _spilled(self, line: bytes) -> _Place:
         if self._spill is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             path = self.staging / f"{uuid.uuid4().hex}.feeds-spill"
             self._spill = open(path, "w+b", buffering=1 << 20)  # noqa: SIM115
         offset = self._spill.tell()
         self._spill.write(line)
-        return self._spill.name, offset, len(line)
+        return _Place(self._spill.name, offset, len(line), rendered=False)
 
-    def _read(self, file: str, offset: int, size: int) -> bytes:
+    def _read(self, place: _Place) -> bytes:
+        file = place.file
         if self._spill is not None and file == self._spill.name:
             self._spill.flush()
         descriptor = self._readers.get(file)
         if descriptor is None:
             descriptor = self._readers[file] = os.open(file, os.O_RDONLY)
-        line = os.pread(descriptor, size, offset)
-        if len(line) != size:
+        data = os.pread(descriptor, place.size, place.at)
+        if len(data) != place.size:
             raise OSError(
-                errno.EIO, f"a staged result line ends early ({len(line)} of {size} bytes)", file
+                errno.EIO, f"a staged line ends early ({len(data)} of {place.size} bytes)", file
             )
-        return line
+        return data
+
+
+class _Place(NamedTuple):
+    """Where a kept result waits on disk: its JSON line in the spill file, or its
+    rendered Atom entry in a join group's entries file (``rendered``)."""
+
+    file: str
+    at: int
+    size: int
+    rendered: bool
 
 
 def _stage_bytes(staging: Path, data: bytes, suffix: str) -> str:
