@@ -275,7 +275,7 @@ def measure_spark(
 
 def _results_bytes(results: Path) -> int:
     """Bytes of the committed result part files (not the Atom feeds beside them)."""
-    return sum(p.stat().st_size for p in results.glob("*/part-*")) if results.is_dir() else 0
+    return sum(p.stat().st_size for p in results.rglob("part-*") if p.is_file())
 
 
 def percentile(values: Sequence[float], q: float) -> float:
