@@ -18,8 +18,9 @@ feed reader polling the file never sees half a feed. Feeds live in
 ``<directory>/<query_id>.atom``.
 
 It runs in the job's output tasks (``job.sink``), once per micro-batch: ``add`` per
-result, then one ``flush``; or ``write_feeds_from_results`` over a committed results
-directory. A flush redoes no work it can avoid:
+result (or ``add_entry`` per entry a join group rendered already, with
+``EntryRenderer``), then one ``flush``; or ``write_feeds_from_results`` over a
+committed results directory. A flush redoes no work it can avoid:
 
 * entries are rendered straight to UTF-8 bytes by templates: short fields escaped as
   lxml escapes them, the result XML as CDATA (the same text to a reader, no escaping
@@ -254,7 +255,7 @@ class EntryRenderer:
     >>> record = ResultRecord("q", "r1", (("S", "d1", 0),), (), (("x", "v"),), 0, 0,
     ...                       xml_parts=('<result query="q">', "<item/>", "</result>"))
     >>> renderer = EntryRenderer(2**20)
-    >>> renderer.result_entry(record) == renderer.entry(result_mapping(record), 0)
+    >>> renderer.result_entry(record) == renderer.entry(record.to_json_dict(), 0)
     True
     """
 
@@ -283,7 +284,7 @@ class EntryRenderer:
         """The same entry for a record as the engine built it (no JSON in between)."""
         parts = record.xml_parts if record.xml_parts is not None else result_body(record.xml)
         if parts is None or not record.docs:
-            return entry_of(result_mapping(record), record.end_micros)
+            return entry_of(record.to_json_dict(), record.end_micros)
         docs = self._docs.get(record.docs)
         if docs is None:
             if len(self._docs) >= _DOCS_CAPACITY:
@@ -291,9 +292,7 @@ class EntryRenderer:
             docs = self._docs[record.docs] = tuple((s, d, format_ts(t)) for s, d, t in record.docs)
         values = tuple(dict(record.values).items())
         entry_id = result_entry_id(record.result_id)
-        return self._render(
-            entry_id, record.end_micros, parts, docs, values, lambda: result_mapping(record)
-        )
+        return self._render(entry_id, record.end_micros, parts, docs, values, record.to_json_dict)
 
     def _render(
         self,
@@ -332,18 +331,6 @@ class EntryRenderer:
 
 #: Distinct document tuples ``EntryRenderer`` keeps formatted before starting over.
 _DOCS_CAPACITY = 10_000
-
-
-def result_mapping(record: ResultRecord) -> dict[str, Any]:
-    """A result record as its JSON line reads back (spec section 4)."""
-    return {
-        "query": record.query,
-        "result_id": record.result_id,
-        "docs": [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs],
-        "nodes": dict(record.nodes),
-        "values": dict(record.values),
-        "xml": record.xml,
-    }
 
 
 def _safe_parser() -> etree.XMLParser:

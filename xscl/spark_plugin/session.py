@@ -22,6 +22,7 @@ given there wins and only the SQL settings below are applied.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shlex
@@ -256,8 +257,14 @@ def build_session(
         builder = builder.master(chosen)
     for key, value in settings.items():
         builder = builder.config(key, value)
+    starting = not _jvm_running()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if starting and (spark.sparkContext.master or "").startswith("local-cluster"):
+        # stopped before the interpreter exits: left to the JVM's shutdown hooks, the
+        # in-process Master kept relaunching the executors they had just stopped,
+        # and printed a wall of Java errors after the job's last line
+        atexit.register(spark.stop)
     from xscl.spark_plugin.registration import register_data_sources
 
     register_data_sources(spark)
