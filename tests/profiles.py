@@ -3,7 +3,7 @@
 ``ci`` is what every run uses unless told otherwise: each property test runs the
 examples it asks for with ``examples(n)``, sized so the whole suite stays within
 its time budget while still catching the deliberate bugs its differential tests
-were checked against (docs/architecture.md, "Testing"). ``deep`` multiplies every
+were checked against. ``deep`` multiplies every
 such budget by ``DEEP_FACTOR``, for a local run before a risky change::
 
     pytest --hypothesis-profile=deep tests/engine_local tests/xpath
