@@ -20,6 +20,8 @@ from contextlib import contextmanager
 
 #: Validations and registrations of at least this many queries pause the collector.
 GC_PAUSE_QUERIES = 1_000
+#: Query files (XSCL or CEL) at least this long are parsed with the collector paused.
+GC_PAUSE_CHARS = 100_000
 
 
 @contextmanager

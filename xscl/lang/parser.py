@@ -53,7 +53,7 @@ from xscl.lang.ast import (
     TimeUnit,
     Window,
 )
-from xscl.lang.gc_pause import gc_paused
+from xscl.lang.gc_pause import GC_PAUSE_CHARS, gc_paused
 
 __all__ = [
     "KEYWORDS",
@@ -690,10 +690,6 @@ class _Parser:
         return n
 
 
-#: Inputs at least this long are parsed with the cyclic GC paused (``gc_pause``).
-_GC_PAUSE_CHARS = 100_000
-
-
 def parse_file(text: str, *, source: str | None = None) -> ParseResult:
     """Parse a whole ``.xscl`` file tolerantly (spec section 2 and 4).
 
@@ -701,7 +697,7 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
     repeated query id is reported (``XSCL-V007``) on the later query, which is
     dropped. ``source`` (a file name) is only used in error messages.
     """
-    with gc_paused(len(text) >= _GC_PAUSE_CHARS):
+    with gc_paused(len(text) >= GC_PAUSE_CHARS):
         return _parse_file(text, source)
 
 

@@ -61,8 +61,7 @@ from xscl.lang.cel.ast import (
     UnionExpr,
 )
 from xscl.lang.cel.lexer import KEYWORDS, OPERATOR_SPELLINGS, UNITS, Failure, Scanner, Token
-from xscl.lang.gc_pause import gc_paused
-from xscl.lang.parser import _GC_PAUSE_CHARS
+from xscl.lang.gc_pause import GC_PAUSE_CHARS, gc_paused
 
 __all__ = ["ParseResult", "parse_file", "parse_query"]
 
@@ -563,7 +562,7 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
     ``source`` (a file name) is only used in error messages. Big files are
     parsed with the cyclic garbage collector paused (as XSCL's are).
     """
-    with gc_paused(len(text) >= _GC_PAUSE_CHARS):
+    with gc_paused(len(text) >= GC_PAUSE_CHARS):
         return _parse_file(text, source)
 
 
