@@ -185,7 +185,7 @@ def _session(home: Path) -> Iterator[SparkSession]:
 def _run_once(spark: Any, plan: Any) -> int:
     """One ``availableNow`` run of the job's plan over the spool; its micro-batches (driver)."""
     from xscl.spark_plugin.job.plan import start_job
-    from xscl.spark_plugin.progress import batch_progress
+    from xscl.spark_plugin.progress import parsed_progress
 
     query = start_job(spark, plan)
     try:
@@ -196,7 +196,7 @@ def _run_once(spark: Any, plan: Any) -> int:
         raise SparkBatchError(f"the streaming query failed: {query.exception()}")
     # the records each batch read (its numInputRows counts routed rows: none for
     # documents that bind nothing)
-    return sum(1 for p in query.recentProgress if batch_progress(json.loads(p.json)).documents)
+    return sum(1 for p in query.recentProgress if parsed_progress(p).documents)
 
 
 def _engine_dead_letters(results: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -150,6 +150,11 @@ class CommittedResults:
         return float(tasks["max_s"]), float(tasks["mean_s"])
 
 
+def parsed_progress(progress: Any) -> BatchProgress:
+    """``batch_progress`` of a PySpark ``StreamingQueryProgress`` (its ``json``)."""
+    return batch_progress(json.loads(progress.json))
+
+
 def batch_progress(progress: Mapping[str, Any]) -> BatchProgress:
     """Parse one ``StreamingQueryProgress`` JSON object."""
     operators = progress.get("stateOperators") or []
@@ -210,10 +215,11 @@ class ProgressPrinter(StreamingQueryListener):
 
     def onQueryProgress(self, event: Any) -> None:
         """A micro-batch finished (driver, listener thread, once per batch)."""
-        figures = batch_progress(json.loads(event.progress.json))
+        progress = json.loads(event.progress.json)
+        figures = batch_progress(progress)
         if self.query is not None and figures.query != self.query:
             return
-        if self.results is not None and not _observed(json.loads(event.progress.json)):
+        if self.results is not None and not _observed(progress):
             figures = replace(figures, results=self.results.get(figures.batch_id))
         if isinstance(self.results, CommittedResults):
             tasks = self.results.tasks(figures.batch_id)

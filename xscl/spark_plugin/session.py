@@ -245,7 +245,8 @@ def build_session(
     settings.update(conf or {})
     chosen = master or settings.pop("spark.master", None) or os.environ.get(MASTER_ENV)
     builder = SparkSession.builder.appName(app_name)
-    if not _jvm_running():
+    starting = not _jvm_running()
+    if starting:
         os.environ["JAVA_HOME"] = str(find_java_home())
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -257,7 +258,6 @@ def build_session(
         builder = builder.master(chosen)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    starting = not _jvm_running()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if starting and (spark.sparkContext.master or "").startswith("local-cluster"):

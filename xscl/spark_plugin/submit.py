@@ -34,7 +34,7 @@ from xscl.connectors.durable import write_atomically
 from xscl.connectors.spool import read_head
 from xscl.errors import ConnectorIOError, JavaNotFoundError, LeaseStoreError, SubscriptionError
 from xscl.spark_plugin.job_args import add_job_arguments
-from xscl.spark_plugin.progress import BatchProgress, CommittedResults, batch_progress
+from xscl.spark_plugin.progress import BatchProgress, CommittedResults, parsed_progress
 from xscl.spark_plugin.results_sink import count_results, read_results
 from xscl.spark_plugin.subscriptions import SubscriptionLog
 
@@ -485,7 +485,7 @@ def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0)
     """
     deadline = time.monotonic() + timeout
     last = query.lastProgress
-    if last is not None and batch_progress(json.loads(last.json)).documents > 0:
+    if last is not None and parsed_progress(last).documents > 0:
         batch_id = int(last["batchId"])
         while time.monotonic() < deadline:
             if any(b.batch_id >= batch_id for b in list(printer.batches)):
