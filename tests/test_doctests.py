@@ -40,10 +40,10 @@ MUST_HAVE_EXAMPLES = [
     "xscl.errors",
     "xscl.events.partitioning",
     "xscl.spark_plugin.cel.source",
-    "xscl.spark_plugin.feed_entry",
+    "xscl.results.feed_entry",
     "xscl.spark_plugin.job.shape",
-    "xscl.spark_plugin.job.worker_heap",
-    "xscl.spark_plugin.sharing.keys",
+    "xscl.service.worker_heap",
+    "xscl.service.sharing.keys",
 ]
 
 

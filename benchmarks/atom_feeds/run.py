@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from xscl.connectors.document import format_ts
-from xscl.spark_plugin.atom import AtomFeedWriter
+from xscl.results.atom import AtomFeedWriter
 
 DOCUMENTS = 400
 

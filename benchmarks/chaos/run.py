@@ -66,13 +66,9 @@ from tests.spark.served import QUERIES, example_documents  # noqa: E402
 from xscl.connectors.document import Document, envelope_line  # noqa: E402
 from xscl.connectors.spool import SpoolReader  # noqa: E402
 from xscl.reference import run_batch as reference_run_batch  # noqa: E402
-from xscl.spark_plugin.pair.file_lease import FileLease  # noqa: E402
-from xscl.spark_plugin.pair.member import StandbyBoard  # noqa: E402
-from xscl.spark_plugin.results_sink import (  # noqa: E402
-    committed_markers,
-    read_results,
-    visible_markers,
-)
+from xscl.results.read import committed_markers, read_results, visible_markers  # noqa: E402
+from xscl.service.pair.file_lease import FileLease  # noqa: E402
+from xscl.service.pair.member import StandbyBoard  # noqa: E402
 
 FAULTS = (
     "primary", "cold", "zombie", "standby", "poll", "executor", "disk-full", "read-only",
@@ -271,7 +267,7 @@ class Pair:
             return False
         spooled = SpoolReader(self.home / "spool").next_offset()
         folder, marker = markers[-1]
-        from xscl.spark_plugin.pair.epochs import batch_end_offset
+        from xscl.service.pair.epochs import batch_end_offset
 
         checkpoint = self.home / "checkpoints" / "xscl" / folder.name
         return batch_end_offset(checkpoint, int(marker["batch"])) == spooled

@@ -107,8 +107,8 @@ def skew(spark: dict[str, Any]) -> tuple[float | None, float | None, int]:
 
 def hot_count(home: Path) -> int:
     """Values the job recorded hot (its first epoch's hot-values folder)."""
+    from xscl.service.pair.epochs import EpochFolders
     from xscl.spark_plugin.job.route_task import hot_values
-    from xscl.spark_plugin.pair.epochs import EpochFolders
 
     folder = EpochFolders(home, "xscl", 1).hot_values
     return len(hot_values(str(folder))) if folder.is_dir() else 0

@@ -26,7 +26,7 @@ the registry event's file, normal form, template assignment (both through one
 ``ShapeMemo``), and adding to the job's two engines (R_T rows, Stage 1 definitions
 and requirements, output plans, tries, routing).
 
-A third table is a worker's registration (``xscl.spark_plugin.job.queries.queries_at``),
+A third table is a worker's registration (``xscl.service.live_queries.queries_at``),
 CPU seconds, medians of ``--repeat`` fresh processes run alternately: from the
 texts; from the compiled table (``xscl.spark_plugin.compiled``: Parquet, no parse,
 no normal form, no assignment); and loading a pickle of the engines the texts built
@@ -106,7 +106,7 @@ def measure(step: str, count: int) -> dict[str, float]:
 
 def _registry(count: int, folder: Path) -> int:
     """A registry in ``folder`` with one subscribe event of ``count`` subscriptions."""
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(folder)
     event = log.subscribe("\n".join(workload.subscriptions(count, LEAVES, seed=count)), source="b")
@@ -116,9 +116,9 @@ def _registry(count: int, folder: Path) -> int:
 
 def measure_split(count: int) -> dict[str, float]:
     """A worker's registration from texts, step by step (CPU seconds, this process)."""
-    from xscl.spark_plugin.compiled.table import CompiledQuery
-    from xscl.spark_plugin.job.queries import JobQueries
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.compiled.table import CompiledQuery
+    from xscl.service.live_queries import JobQueries
+    from xscl.service.subscriptions import SubscriptionLog
 
     folder = Path(tempfile.mkdtemp(prefix="xscl-registration-"))
     try:
@@ -154,7 +154,7 @@ def measure_split(count: int) -> dict[str, float]:
 def measure_worker(source: str, folder: str) -> dict[str, float]:
     """One worker's registration from ``folder`` (CPU seconds, this process): from the
     texts, from the compiled table, or a pickle of the texts' engines loaded back."""
-    from xscl.spark_plugin.job import queries
+    from xscl.service import live_queries as queries
 
     clock = time.process_time
     if source != "table":
@@ -174,7 +174,7 @@ def measure_worker(source: str, folder: str) -> dict[str, float]:
 
 def measure_spark(folder: str) -> dict[str, float]:
     """The compile job's wall time on ``local[2]`` over the registry in ``folder``."""
-    from xscl.spark_plugin.compiled.spark_job import compile_registry
+    from xscl.spark_plugin.compile_job import compile_registry
     from xscl.spark_plugin.session import build_session
 
     scratch = Path(tempfile.mkdtemp(prefix="xscl-registration-spark-"))
@@ -201,8 +201,8 @@ def _child(*args: str) -> dict[str, float]:
 
 def workers_table(counts: Sequence[int], repeat: int, spark: bool) -> None:
     """The second and third tables (see the module docstring)."""
-    from xscl.spark_plugin.compiled.spark_job import compile_in_process
-    from xscl.spark_plugin.compiled.table import compiled_folder
+    from xscl.service.compiled.table import compiled_folder
+    from xscl.spark_plugin.compile_job import compile_in_process
 
     print(f"\n{'subs':>8} | {'parse s':>7} | {'normal s':>8} | {'assign s':>8} | "
           f"{'add s':>6} | {'total s':>7}")  # fmt: skip

@@ -41,8 +41,9 @@ from xscl.cli.common import load_queries
 from xscl.connectors.durable import write_synced
 from xscl.engine import LocalEngine, ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
-from xscl.spark_plugin import results_parquet
-from xscl.spark_plugin.results_sink import STAGING, StagedPart, commit_batch, read_results
+from xscl.results import parquet as results_parquet
+from xscl.results.commit import STAGING, StagedPart, commit_batch
+from xscl.results.read import read_results
 
 QUICK_FOLDERS = ("feeds-kagi-smallweb", "feeds-stream-youthopp")
 #: leaves the subscriptions use, as ``spark_rss`` picks them

@@ -42,12 +42,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark_rss"))
 import workload  # benchmarks/spark_rss/workload.py: the subscription generator
 
-from xscl.spark_plugin.compiled.spark_job import compile_in_process
-from xscl.spark_plugin.compiled.table import read_event
+from xscl.service.compiled.table import read_event
+from xscl.service.sharing.summary import SharingSummary, in_process
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.compile_job import compile_in_process
 from xscl.spark_plugin.sharing.registry import sharing_graph, summarize
 from xscl.spark_plugin.sharing.star import DataFrameComponents
-from xscl.spark_plugin.sharing.summary import SharingSummary, in_process
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 HERE = Path(__file__).resolve().parent
 #: Subscriptions per subscribe event (one compiled Arrow batch each).

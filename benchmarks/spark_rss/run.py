@@ -200,8 +200,8 @@ def measure_spark(
 ) -> dict[str, Any]:
     """The streaming job in this process: ``run_job`` with ``--once`` on ``master``
     (``job_args``: more ``xscl serve`` options, e.g. ``benchmarks/hot_values``')."""
+    from xscl.results.commit import epoch_folder
     from xscl.spark_plugin.progress import CommittedResults
-    from xscl.spark_plugin.results_sink import epoch_folder
     from xscl.spark_plugin.submit import build_parser, run_job
 
     argv = [

@@ -39,9 +39,10 @@ LEAVES = ["guid", "summary", "updated", "id", "encoded", "published", "subtitle"
 
 def measure(count: int, repeat: int) -> dict[str, float]:
     """One count, in this process (run by ``main`` in a fresh interpreter)."""
-    from xscl.spark_plugin.compiled.spark_job import compile_in_process
-    from xscl.spark_plugin.job import queries, worker_heap
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service import live_queries as queries
+    from xscl.service import worker_heap
+    from xscl.service.subscriptions import SubscriptionLog
+    from xscl.spark_plugin.compile_job import compile_in_process
 
     folder = Path(tempfile.mkdtemp(prefix="xscl-worker-gc-"))
     texts = workload.subscriptions(count, LEAVES, seed=count, window="1h")

@@ -21,12 +21,12 @@ from xscl.engine import LocalEngine
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_query
 from xscl.lang.printer import format_query
-from xscl.spark_plugin.compiled.sources import FromTable, FromTexts
-from xscl.spark_plugin.compiled.spark_job import compile_in_process
-from xscl.spark_plugin.compiled.table import compiled_folder
-from xscl.spark_plugin.compiled.values import Decoder, encode
-from xscl.spark_plugin.job import queries
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.service import live_queries as queries
+from xscl.service.compiled.sources import FromTable, FromTexts
+from xscl.service.compiled.table import compiled_folder
+from xscl.service.compiled.values import Decoder, encode
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.compile_job import compile_in_process
 from xscl.templates import assign_template
 from xscl.templates.registry import QueryRow
 
@@ -132,7 +132,7 @@ def test_engines_from_the_table_equal_engines_from_the_texts(
 def test_feed_subtitles_from_the_table_equal_those_from_the_texts(tmp_path: Path) -> None:
     """The Atom feeds' subtitles (``SubscribedTexts``) read compiled events from the
     table and the others from their files: the same texts, unsubscriptions applied."""
-    from xscl.spark_plugin.atom import SubscribedTexts
+    from xscl.results.atom import SubscribedTexts
 
     queries_text = "".join(
         f"Q{i}: S//item->i[./a->x] FOLLOWED BY {{x = y, {i}m}} T//entry[./b->y];\n"
@@ -152,8 +152,8 @@ def test_feed_subtitles_decode_only_the_queries_asked_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker writing a few feeds decodes those queries' rows, not every subscription."""
-    from xscl.spark_plugin.atom import SubscribedTexts
-    from xscl.spark_plugin.compiled import table
+    from xscl.results.atom import SubscribedTexts
+    from xscl.service.compiled import table
 
     queries_text = "".join(
         f"Q{i}: S//item->i[./a->x] FOLLOWED BY {{x = y, {i}m}} T//entry[./b->y];\n"

@@ -401,13 +401,13 @@ def lease_rules(objects: tuple[Manifest, ...] | list[Manifest]) -> list[dict[str
     return [r for r in role["rules"] if r["apiGroups"] == ["coordination.k8s.io"]]
 
 
-#: The Lease calls of xscl/spark_plugin/pair/k8s_lease.py (CoordinationV1Api) and their verbs.
+#: The Lease calls of xscl/service/pair/k8s_lease.py (CoordinationV1Api) and their verbs.
 LEASE_CALL_VERBS = {"read": "get", "create": "create", "replace": "update", "patch": "patch",
                     "delete": "delete", "list": "list"}  # fmt: skip
 
 
 def test_the_lease_rules_grant_exactly_the_calls_of_the_lease_backend() -> None:
-    source = (ROOT / "xscl" / "spark_plugin" / "pair" / "k8s_lease.py").read_text()
+    source = (ROOT / "xscl" / "service" / "pair" / "k8s_lease.py").read_text()
     calls = set(re.findall(r"\.api\.(\w+)_namespaced_lease\(", source))
     assert calls and calls <= set(LEASE_CALL_VERBS)
     used = {LEASE_CALL_VERBS[call] for call in calls}

@@ -23,9 +23,9 @@ import pytest
 from tests.deploy.chartkit import CHART, load_script
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
-from xscl.spark_plugin.pair.file_lease import FileLease
-from xscl.spark_plugin.pair.lease import Identity, pair_folder
-from xscl.spark_plugin.pair.member import StandbyBoard
+from xscl.service.pair.file_lease import FileLease
+from xscl.service.pair.lease import Identity, pair_folder
+from xscl.service.pair.member import StandbyBoard
 
 SCRIPT = CHART / "files" / "job_health.py"
 health = load_script("job_health.py")
@@ -42,7 +42,7 @@ def fill_spool(home: Path, count: int) -> None:
 
 
 def checkpoint_of(home: Path, epoch: int = 1) -> Path:
-    """The checkpoint of epoch ``epoch`` of the job (``xscl.spark_plugin.pair.epochs``)."""
+    """The checkpoint of epoch ``epoch`` of the job (``xscl.service.pair.epochs``)."""
     return home / "checkpoints" / "xscl" / f"e{epoch:08d}"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.deploy.chartkit import CHART, load_script
 from xscl.lang.parser import parse_file
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.service.subscriptions import SubscriptionLog
 
 SCRIPT = CHART / "files" / "sync_queries.py"
 sync = load_script("sync_queries.py")

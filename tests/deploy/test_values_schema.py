@@ -17,9 +17,9 @@ import yaml
 
 from tests.deploy.chartkit import CHART, render_files
 from xscl.cli.common import parse_duration
+from xscl.cli.job_args import RESULTS_FORMATS, add_job_arguments
 from xscl.connectors.document import STREAM_NAME
 from xscl.connectors.feeds import FORMS
-from xscl.spark_plugin.job_args import RESULTS_FORMATS, add_job_arguments
 
 DEFAULTS: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
 

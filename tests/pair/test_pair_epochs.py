@@ -1,4 +1,4 @@
-"""Epochs (``xscl.spark_plugin.pair.epochs``): what a new primary forks, what readers see.
+"""Epochs (``xscl.service.pair.epochs``): what a new primary forks, what readers see.
 
 A fake checkpoint stands for Spark's: batches 0-4 committed, batch 5 planned (its
 offsets logged) and half run (a state version 6 file written), as a primary killed or
@@ -15,18 +15,13 @@ from pathlib import Path
 import pytest
 
 from xscl.errors import LeaseLostError, LegacyHomeError
+from xscl.results.commit import StagedPart, commit_batch
+from xscl.results.read import committed_markers, read_results, visible_markers
+from xscl.service.pair.epochs import EpochFolders, newest_epoch, start_epoch
+from xscl.service.pair.file_lease import FileLease
+from xscl.service.pair.lease import Identity
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.job.sink import JobOutputWriter, fence_of
-from xscl.spark_plugin.pair.epochs import EpochFolders, newest_epoch, start_epoch
-from xscl.spark_plugin.pair.file_lease import FileLease
-from xscl.spark_plugin.pair.lease import Identity
-from xscl.spark_plugin.results_sink import (
-    StagedPart,
-    commit_batch,
-    committed_markers,
-    read_results,
-    visible_markers,
-)
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 OFFSETS = "v1\n{{}}\n{{\"offset\": {}}}"
 

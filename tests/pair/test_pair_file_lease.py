@@ -1,4 +1,4 @@
-"""The file lease (``xscl.spark_plugin.pair.file_lease``): epochs, lapses, fencing, races.
+"""The file lease (``xscl.service.pair.file_lease``): epochs, lapses, fencing, races.
 
 Covers the issue's lease tests that need no Spark: two instances (here eight
 processes) racing for a free lease get one epoch between them, and a lease file
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from xscl.errors import LeaseLostError
-from xscl.spark_plugin.pair.file_lease import FileLease
-from xscl.spark_plugin.pair.lease import Identity, LeaseWatch
-from xscl.spark_plugin.pair.member import PairMember, StandbyBoard
+from xscl.service.pair.file_lease import FileLease
+from xscl.service.pair.lease import Identity, LeaseWatch
+from xscl.service.pair.member import PairMember, StandbyBoard
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,8 +103,8 @@ def test_a_released_lease_or_a_gone_holder_on_this_host_lapses_at_once(tmp_path:
 RACER = """
 import sys, time
 from pathlib import Path
-from xscl.spark_plugin.pair.file_lease import FileLease
-from xscl.spark_plugin.pair.member import PairMember, StandbyBoard
+from xscl.service.pair.file_lease import FileLease
+from xscl.service.pair.member import PairMember, StandbyBoard
 folder, go, done = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 member = PairMember(FileLease(folder), StandbyBoard(folder / "standbys"), 1.0)
 while not go.exists():
@@ -139,7 +139,7 @@ def test_instances_started_at_once_make_exactly_one_primary(tmp_path: Path) -> N
 
 RENEWER = """
 import sys
-from xscl.spark_plugin.pair.file_lease import FileLease
+from xscl.service.pair.file_lease import FileLease
 lease = FileLease(sys.argv[1], duration=60)
 record = lease.acquire(lease.read())
 print(record.epoch, flush=True)

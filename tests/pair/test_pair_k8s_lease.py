@@ -1,4 +1,4 @@
-"""The Kubernetes lease (``xscl.spark_plugin.pair.k8s_lease``) against a fake API server.
+"""The Kubernetes lease (``xscl.service.pair.k8s_lease``) against a fake API server.
 
 No API server runs here. ``FakeCoordinationApi`` stands in for
 ``kubernetes.client.CoordinationV1Api``: it keeps each Lease as the JSON the client
@@ -21,8 +21,8 @@ client = pytest.importorskip("kubernetes.client")
 from kubernetes.client.rest import ApiException  # noqa: E402
 
 from xscl.errors import LeaseLostError  # noqa: E402
-from xscl.spark_plugin.pair.k8s_lease import KubernetesLease  # noqa: E402
-from xscl.spark_plugin.pair.lease import Identity, LeaseWatch  # noqa: E402
+from xscl.service.pair.k8s_lease import KubernetesLease  # noqa: E402
+from xscl.service.pair.lease import Identity, LeaseWatch  # noqa: E402
 
 
 class FakeCoordinationApi:

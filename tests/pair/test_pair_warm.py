@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xscl.spark_plugin.job import queries
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.service import live_queries as queries
+from xscl.service.subscriptions import SubscriptionLog
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from tests.profiles import examples
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_queries
-from xscl.spark_plugin.compiled.table import CompiledQuery
-from xscl.spark_plugin.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, query_keys
-from xscl.spark_plugin.sharing.summary import in_process
+from xscl.service.compiled.table import CompiledQuery
+from xscl.service.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, query_keys
+from xscl.service.sharing.summary import in_process
 from xscl.templates import assign_template
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from xscl.connectors.document import Document, write_envelopes
 from xscl.reference import run_batch as reference_run_batch
+from xscl.results.read import read_results
 from xscl.spark_plugin.job.plan import JobPlan, start_job
-from xscl.spark_plugin.results_sink import read_results
 
 
 def run_once(spark: Any, work: Path, spool: Path, registry: Path, **options: Any) -> Any:

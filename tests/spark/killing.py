@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from xscl.spark_plugin.results_sink import COMMITS, STAGING, committed_markers, epoch_folder
+from xscl.results.commit import COMMITS, STAGING, epoch_folder
+from xscl.results.read import committed_markers
 
 POINTS = ("offsets", "stage1", "state", "staged", "marked")
 _IN_CLOSE_WRITE = 0x00000008

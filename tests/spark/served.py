@@ -4,7 +4,7 @@ for the chaos harness (benchmarks/chaos).
 
 The kill tests' spool holds 30 generated documents and their queries
 (``tests/workloads.py``, with 15 to 150 results). The checks read through the epochs
-of the job's lease: every restart is a new epoch (``xscl.spark_plugin.pair.epochs``).
+of the job's lease: every restart is a new epoch (``xscl.service.pair.epochs``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from tests.workloads import Workload, local_records, seeded_workload
 from xscl.connectors.document import Document, envelope_line, read_envelope_file
 from xscl.connectors.spool import Spool
 from xscl.reference import run_batch as reference_run_batch
-from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results, visible_markers
+from xscl.results.commit import STAGING
+from xscl.results.read import committed_markers, read_results, visible_markers
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "rss"

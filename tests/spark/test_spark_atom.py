@@ -12,9 +12,9 @@ import feedparser
 from lxml import etree
 
 from xscl.connectors.document import format_ts
-from xscl.spark_plugin.atom import AtomFeedWriter, write_feeds_from_results
-from xscl.spark_plugin.results_sink import StagedPart, commit_batch
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.results.atom import AtomFeedWriter, write_feeds_from_results
+from xscl.results.commit import StagedPart, commit_batch
+from xscl.service.subscriptions import SubscriptionLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from atom_rules import check_feed

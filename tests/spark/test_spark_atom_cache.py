@@ -20,9 +20,9 @@ from lxml import etree
 
 from tests.profiles import examples
 from xscl.connectors.document import format_ts, parse_ts
-from xscl.spark_plugin import atom
-from xscl.spark_plugin.atom import AtomFeedWriter
-from xscl.spark_plugin.feed_entry import EntryText, entry_text
+from xscl.results import atom
+from xscl.results.atom import AtomFeedWriter
+from xscl.results.feed_entry import EntryText, entry_text
 
 A = "{http://www.w3.org/2005/Atom}"
 RESULT = "{urn:xscl}result"

@@ -23,8 +23,8 @@ from xscl.events.reference import evaluate
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import validate
 from xscl.lang.parser import parse_queries
+from xscl.results.read import read_results
 from xscl.spark_plugin.cel.batch import evaluate_on_spark, result_of
-from xscl.spark_plugin.results_sink import read_results
 from xscl.spark_plugin.submit import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cel"

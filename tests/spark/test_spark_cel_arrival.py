@@ -29,9 +29,9 @@ from tests.spark.cel_events import (
 from tests.workloads import run_seed
 from xscl.events.envelope import Event
 from xscl.events.results import Result
+from xscl.results.read import read_results
 from xscl.spark_plugin.cel.batch import result_of
 from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
-from xscl.spark_plugin.results_sink import read_results
 
 pytestmark = pytest.mark.spark
 

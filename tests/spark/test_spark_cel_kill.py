@@ -44,8 +44,9 @@ from tests.workloads import run_seed
 from xscl.connectors.spool import Spool
 from xscl.events.envelope import Event
 from xscl.events.event_folder import events_folder
+from xscl.results.commit import STAGING
+from xscl.results.read import committed_markers, read_results
 from xscl.spark_plugin.cel.batch import result_of
-from xscl.spark_plugin.results_sink import STAGING, committed_markers, read_results
 from xscl.spark_plugin.submit import main
 
 pytestmark = [

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from xscl.spark_plugin.compiled import spark_job
-from xscl.spark_plugin.compiled.sources import FromTable, FromTexts
-from xscl.spark_plugin.compiled.table import compiled_folder
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.service.compiled.sources import FromTable, FromTexts
+from xscl.service.compiled.table import compiled_folder
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin import compile_job as spark_job
 
 
 def _queries(first: int, count: int) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from xscl.spark_plugin.feed_entry import MAX_LABEL, entry_text
+from xscl.results.feed_entry import MAX_LABEL, entry_text
 
 TS = "2026-11-02T08:00:00Z"
 

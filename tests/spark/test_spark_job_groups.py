@@ -27,15 +27,15 @@ from tests.spark.jobkit import reference_by_id
 from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
-from xscl.spark_plugin.atom import FeedEntry, entry_of, result_entry_id
-from xscl.spark_plugin.compiled.spark_job import compile_in_process
-from xscl.spark_plugin.job.group_parts import GroupParts, entry_reference
+from xscl.results.atom import FeedEntry, entry_of, result_entry_id
+from xscl.results.group_parts import GroupParts, entry_reference
+from xscl.results.read import part_records
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.compile_job import compile_in_process
 from xscl.spark_plugin.job.groups import JoinGroups
 from xscl.spark_plugin.job.route_task import RouteTask
 from xscl.spark_plugin.job.routed_source import RoutedStreamReader
-from xscl.spark_plugin.results_sink import part_records
 from xscl.spark_plugin.spool_source import SpoolOptions, SpoolRange
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 
 class MemoryState:

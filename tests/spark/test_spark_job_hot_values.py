@@ -18,11 +18,11 @@ import pytest
 from tests.spark.jobkit import committed_by_id, reference_by_id, run_once
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.engine.codec import digest
 from xscl.reference import load_queries
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import registry_text
-from xscl.spark_plugin.job.codec import digest
 from xscl.spark_plugin.job.route_task import hot_values
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 pytestmark = pytest.mark.spark
 

@@ -34,8 +34,8 @@ from tests.workloads import (
 )
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.session import find_java_home
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]

@@ -9,14 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from xscl.results.commit import COMMITS, STAGING, StagedPart
+from xscl.results.read import committed_markers, read_results
 from xscl.spark_plugin.job.sink import JobOutputWriter, TaskOutput
-from xscl.spark_plugin.results_sink import (
-    COMMITS,
-    STAGING,
-    StagedPart,
-    committed_markers,
-    read_results,
-)
 
 
 def _staged(path: Path, name: str, *result_ids: str) -> StagedPart:

@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xscl.connectors.document import format_ts
-from xscl.spark_plugin import atom
-from xscl.spark_plugin.atom import AtomFeedWriter, read_entries
-from xscl.spark_plugin.job.result_parts import staged_part
+from xscl.results import atom
+from xscl.results.atom import AtomFeedWriter, read_entries
+from xscl.results.parts import staged_part
 from xscl.spark_plugin.job.sink import FeedRounds
 
 BASE = 1_149_156_000_000_000

@@ -113,13 +113,13 @@ def test_results_come_from_the_committed_marker(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
+    from xscl.service.pair.status import JobStatus
     from xscl.spark_plugin.pair.metrics import (
         GAUGES,
         SOURCE_NAME,
         metrics_system,
         register_status_source,
     )
-    from xscl.spark_plugin.pair.status import JobStatus
 
     reads: list[float] = []
 

@@ -14,17 +14,10 @@ from tests.profiles import examples
 from xscl.engine import ResultRecord
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.errors import ResultsDirectoryError
-from xscl.spark_plugin import results_parquet
-from xscl.spark_plugin.results_parquet import StagedParquet
-from xscl.spark_plugin.results_sink import (
-    STAGING,
-    StagedPart,
-    clear_staging,
-    commit_batch,
-    compact,
-    count_results,
-    read_results,
-)
+from xscl.results import parquet as results_parquet
+from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
+from xscl.results.parquet import StagedParquet
+from xscl.results.read import compact, count_results, read_results
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 #: 2001-09-09 (1e15 us) plus up to a day, and a pre-1970 moment

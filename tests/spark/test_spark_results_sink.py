@@ -15,14 +15,8 @@ from hypothesis import strategies as st
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
 from xscl.errors import ResultsDirectoryError
-from xscl.spark_plugin.results_sink import (
-    StagedPart,
-    commit_batch,
-    committed_markers,
-    compact,
-    count_results,
-    read_results,
-)
+from xscl.results.commit import StagedPart, commit_batch
+from xscl.results.read import committed_markers, compact, count_results, read_results
 
 
 def _stage(root: Path, name: str, lines: list[dict[str, Any]]) -> StagedPart:
@@ -133,7 +127,7 @@ def test_batch_writes_append_and_overwrite(spark: Any, tmp_path: Path) -> None:
 
 
 def test_clear_staging_removes_what_a_crash_left(tmp_path: Path) -> None:
-    from xscl.spark_plugin.results_sink import STAGING, clear_staging
+    from xscl.results.commit import STAGING, clear_staging
 
     staging = tmp_path / STAGING
     staging.mkdir()
@@ -196,7 +190,7 @@ def test_parquet_parts_read_back_like_json_lines(spark: Any, tmp_path: Path) -> 
 def test_staged_record_batches_drop_repeats_and_skip_empty_tasks(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from xscl.spark_plugin.results_parquet import stage_record_batches
+    from xscl.results.parquet import stage_record_batches
 
     def batch(ids: list[str]) -> pa.RecordBatch:
         return pa.record_batch(

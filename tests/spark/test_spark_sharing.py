@@ -23,13 +23,13 @@ from pyspark.sql import DataFrame, SparkSession
 from tests.profiles import examples
 from xscl.cli.main import main
 from xscl.lang.normal_form import normalize
-from xscl.spark_plugin.compiled.table import CompiledQuery
+from xscl.service.compiled.table import CompiledQuery
+from xscl.service.sharing.keys import groups, sharing_groups
+from xscl.service.sharing.summary import in_process
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.sharing import components
 from xscl.spark_plugin.sharing.graphframes_cc import GraphFramesComponents
-from xscl.spark_plugin.sharing.keys import groups, sharing_groups
 from xscl.spark_plugin.sharing.star import DataFrameComponents
-from xscl.spark_plugin.sharing.summary import in_process
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 from xscl.templates import assign_template
 
 

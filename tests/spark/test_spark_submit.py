@@ -16,7 +16,7 @@ import pytest
 from xscl.connectors.document import Document, read_envelope_file
 from xscl.connectors.spool import Spool
 from xscl.errors import JavaNotFoundError
-from xscl.spark_plugin.results_sink import committed_markers, visible_markers
+from xscl.results.read import committed_markers, visible_markers
 from xscl.spark_plugin.session import find_java_home
 from xscl.spark_plugin.submit import main
 

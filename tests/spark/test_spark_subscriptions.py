@@ -23,10 +23,10 @@ from xscl.connectors.spool import Spool
 from xscl.errors import SubscriptionError
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
-from xscl.spark_plugin.compiled.spark_job import compile_registry
+from xscl.results.read import read_results
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.compile_job import compile_registry
 from xscl.spark_plugin.job.plan import JobPlan, start_job
-from xscl.spark_plugin.results_sink import read_results
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 BY_AUTHOR = "by_author: S//item->i[./author->a] JOIN {a = b, INF} S//item->j[./author->b];\n"
 SAME_TAG = "same_tag: S//item->i[./tag->x] JOIN {x = y, INF} S//item->j[./tag->y];\n"

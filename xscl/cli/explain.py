@@ -8,8 +8,8 @@ import argparse
 import sys
 
 from xscl.cli.common import load_queries, print_errors
+from xscl.cli.job_args import DEFAULT_NAME
 from xscl.lang.explain import explain
-from xscl.spark_plugin.job_args import DEFAULT_NAME
 
 #: Groups listed by ``--sharing`` unless ``--top`` says otherwise.
 DEFAULT_TOP = 5

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from xscl.cli.common import load_queries, os_error_reason, print_errors
 from xscl.errors import JavaNotFoundError, NoSubscriptionsError
-from xscl.spark_plugin.sharing.summary import SharingSummary
+from xscl.service.sharing.summary import SharingSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,8 +46,8 @@ def run_sharing(args: argparse.Namespace) -> int:
 
 
 def _from_file(args: argparse.Namespace) -> int:
-    from xscl.spark_plugin.compiled.table import CompiledQuery
-    from xscl.spark_plugin.sharing.summary import in_process
+    from xscl.service.compiled.table import CompiledQuery
+    from xscl.service.sharing.summary import in_process
     from xscl.templates.shapes import ShapeMemo
 
     try:
@@ -115,7 +115,7 @@ def _session(args: argparse.Namespace) -> Iterator[SparkSession]:
 def _compile(spark: SparkSession, folder: Path) -> None:
     """Compile the registry's pending subscribe events on the executors; a failure leaves
     them uncompiled, and the summary counts their queries as not compiled."""
-    from xscl.spark_plugin.compiled.spark_job import compile_registry
+    from xscl.spark_plugin.compile_job import compile_registry
 
     try:
         events = compile_registry(spark, folder)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from xscl.spark_plugin.job_args import add_job_arguments
+from xscl.cli.job_args import add_job_arguments
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from xscl.spark_plugin.job_args import DEFAULT_LEASE_SECONDS, DEFAULT_NAME, add_lease_arguments
+from xscl.cli.job_args import DEFAULT_LEASE_SECONDS, DEFAULT_NAME, add_lease_arguments
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,9 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from xscl.errors import LeaseStoreError, ResultsDirectoryError
-    from xscl.spark_plugin.pair.lease import job_lease, pair_folder
-    from xscl.spark_plugin.pair.member import StandbyBoard
-    from xscl.spark_plugin.pair.status import job_status
+    from xscl.service.pair.lease import job_lease, pair_folder
+    from xscl.service.pair.member import StandbyBoard
+    from xscl.service.pair.status import job_status
 
     home = Path(args.home).resolve()
     if not home.is_dir():

@@ -1,7 +1,7 @@
 """``xscl subscribe`` / ``xscl unsubscribe`` / ``xscl subscriptions``: a job's registry.
 
 They edit (or list) the durable subscription log of the streaming job NAME under
-``--home`` (``xscl.spark_plugin.subscriptions``). A running ``xscl serve`` picks a
+``--home`` (``xscl.service.subscriptions``). A running ``xscl serve`` picks a
 change up at its next micro-batch: no restart, no state lost. A query subscribed
 while the job runs matches documents that arrive after it takes effect.
 
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from xscl.cli.common import os_error_reason, unwritable_folder
+from xscl.cli.job_args import DEFAULT_NAME
 from xscl.lang.ast import Query
-from xscl.spark_plugin.job_args import DEFAULT_NAME
 
 _HOME_ADVICE = "pass a --home you can write to"
 
@@ -74,7 +74,7 @@ def _job_options(parser: argparse.ArgumentParser) -> None:
 def run_subscribe(args: argparse.Namespace) -> int:
     from xscl.cli.common import print_errors
     from xscl.errors import SubscriptionError
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
@@ -97,7 +97,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
 
 def run_unsubscribe(args: argparse.Namespace) -> int:
     from xscl.errors import SubscriptionError
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
@@ -185,7 +185,7 @@ def registry_problem(home: Path, name: str, folder: Path) -> str | None:
 
 def run_list(args: argparse.Namespace) -> int:
     from xscl.errors import SubscriptionError
-    from xscl.spark_plugin.subscriptions import SubscriptionLog, describe
+    from xscl.service.subscriptions import SubscriptionLog, describe
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     problem = registry_problem(Path(args.home), args.name, log.folder)

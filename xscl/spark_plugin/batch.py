@@ -66,9 +66,9 @@ def run_batch(
     ``hot_threshold`` (documents under one value in one join group that make it hot:
     spread over several groups from the next micro-batch on).
     """
+    from xscl.results.read import read_results
+    from xscl.service.subscriptions import SubscriptionLog
     from xscl.spark_plugin.job.plan import JobPlan
-    from xscl.spark_plugin.results_sink import read_results
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
 
     source = str(input_path)
     output = Path(output_path)

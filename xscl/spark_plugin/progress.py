@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from xscl.spark_plugin.results_sink import COMMITS
+from xscl.results.commit import COMMITS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

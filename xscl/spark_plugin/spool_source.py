@@ -183,7 +183,7 @@ def registry_version(registry: str, offset: int, applied: str | None = None) -> 
     recorded at a later offset (a replay of an earlier batch) and every event after it
     are not in effect yet; a new one is recorded at ``offset`` (once: a replay finds it).
     """
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog
 
     log = SubscriptionLog(registry, applied)
     recorded = log.applied()

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xscl.cli.job_args import add_job_arguments
 from xscl.connectors.durable import write_atomically
 from xscl.connectors.spool import read_head
 from xscl.errors import ConnectorIOError, JavaNotFoundError, LeaseStoreError, SubscriptionError
-from xscl.spark_plugin.job_args import add_job_arguments
+from xscl.results.read import count_results, read_results
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults, parsed_progress
-from xscl.spark_plugin.results_sink import count_results, read_results
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 if TYPE_CHECKING:
     from xscl.spark_plugin.session import XsclHome
@@ -167,7 +167,7 @@ def _compile_subscriptions(spark: Any, registry: str) -> None:
     """Compile the subscriptions not compiled yet, on the executors (driver, at start;
     ``compiled.spark_job``). Workers register from the texts what is not compiled, so a
     failure here only costs their start-up time."""
-    from xscl.spark_plugin.compiled.spark_job import compile_registry
+    from xscl.spark_plugin.compile_job import compile_registry
 
     started = time.perf_counter()
     try:
@@ -222,9 +222,9 @@ def _start(
     (``pair.epochs``) and runs the job there until it ends, or until another instance
     takes the lease over (exit ``EXIT_FENCED``).
     """
-    from xscl.spark_plugin.pair.epochs import newest_epoch
-    from xscl.spark_plugin.pair.lease import job_lease, pair_folder
-    from xscl.spark_plugin.pair.member import PairMember, Renewer, StandbyBoard
+    from xscl.service.pair.epochs import newest_epoch
+    from xscl.service.pair.lease import job_lease, pair_folder
+    from xscl.service.pair.member import PairMember, Renewer, StandbyBoard
 
     lease = job_lease(
         args.lease, home.root, args.name, args.lease_seconds, args.lease_name,
@@ -237,7 +237,7 @@ def _start(
     record = member.try_take()
     spark = None
     if record is None:  # a standby: Spark is started and kept warm while it waits
-        from xscl.spark_plugin.pair.epochs import EpochFolders
+        from xscl.service.pair.epochs import EpochFolders
         from xscl.spark_plugin.pair.warm import StandbyWarmer
 
         spark = _session(args, home)
@@ -343,10 +343,10 @@ def _register_metrics(
     spark: Any, args: argparse.Namespace, home: XsclHome, spool: Path, lease: Any
 ) -> None:
     """``xscl status``'s figures as gauges of Spark's metrics system (``pair.metrics``)."""
-    from xscl.spark_plugin.pair.lease import pair_folder
-    from xscl.spark_plugin.pair.member import StandbyBoard
+    from xscl.service.pair.lease import pair_folder
+    from xscl.service.pair.member import StandbyBoard
+    from xscl.service.pair.status import job_status
     from xscl.spark_plugin.pair.metrics import register_status_source
-    from xscl.spark_plugin.pair.status import job_status
 
     board = StandbyBoard(pair_folder(home.root, args.name) / "standbys")
     try:
@@ -373,9 +373,9 @@ def _run_primary(
     ``--once`` after it (so it reads every result the XSCL run committed)."""
     from xscl.cli.common import print_errors
     from xscl.errors import LegacyHomeError, OutputWriteError
+    from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.job.plan import start_job
     from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
-    from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.progress import ProgressPrinter
 
     if args.queries and not log.versions():
@@ -447,7 +447,7 @@ def _run_primary(
     )
     if query.exception() is not None:
         if not lease.holds(epoch):  # the sink's commit found a newer epoch
-            from xscl.spark_plugin.pair.lease import lost_message
+            from xscl.service.pair.lease import lost_message
 
             _fenced_exit(lost_message(epoch, lease.read()))
         unwritable = _UNWRITABLE.search(str(query.exception()))

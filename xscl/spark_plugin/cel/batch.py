@@ -29,9 +29,9 @@ __all__ = ["evaluate_on_spark"]
 
 def evaluate_on_spark(queries_text: str, events: Iterable[Event]) -> set[Result]:
     """Every result of the CEL queries over ``events`` (all admitted), on Spark."""
+    from xscl.results.read import read_results
     from xscl.spark_plugin.batch import _session
     from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
-    from xscl.spark_plugin.results_sink import read_results
 
     with tempfile.TemporaryDirectory(prefix="xscl-cel-run-") as work_dir:
         work = Path(work_dir)

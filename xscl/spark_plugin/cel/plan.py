@@ -57,7 +57,7 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
 
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from xscl.spark_plugin.results_sink import clear_staging
+    from xscl.results.commit import clear_staging
 
     clear_staging(plan.output)
     events = (

@@ -62,8 +62,8 @@ def start(
     spark: Any, cel: CelServe, args: Any, home: Path, epoch: int, registry: Path, fence: str | None
 ) -> Any:
     """Fork the CEL job's epoch folders and start its query (driver); the StreamingQuery."""
+    from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
-    from xscl.spark_plugin.pair.epochs import EpochFolders, start_epoch
 
     xscl = EpochFolders(home, args.name, epoch)
     folders = EpochFolders(home, f"{args.name}.cel", epoch)

@@ -40,8 +40,8 @@ from xscl.events.envelope import Event, read_events
 from xscl.events.event_folder import events_file, ready_files
 from xscl.events.from_xscl import published_streams, result_event
 from xscl.events.partitioning import route
+from xscl.results.read import part_records, visible_markers
 from xscl.spark_plugin.cel.program import job_queries
-from xscl.spark_plugin.results_sink import part_records, visible_markers
 
 FORMAT_NAME = "xscl-cel-events"
 ROW_DDL = (
@@ -283,7 +283,7 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _xscl_queries(options: CelOptions) -> list[Any]:
     if options.xscl_registry is None:
         return []
-    from xscl.spark_plugin.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog
 
     return list(SubscriptionLog(options.xscl_registry).current().values())
 

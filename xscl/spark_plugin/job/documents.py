@@ -16,7 +16,7 @@ from __future__ import annotations
 from xscl.connectors.spool import SpoolReader
 from xscl.engine.state import DocState
 from xscl.errors import SpoolReadError
-from xscl.spark_plugin.job.queries import SEQ_STRIDE
+from xscl.service.live_queries import SEQ_STRIDE
 
 #: Per Python worker: one reader per spool path.
 _readers: dict[str, SpoolReader] = {}

@@ -64,12 +64,12 @@ from typing import Any
 import pandas as pd
 
 from xscl.engine import LocalEngine, ResultRecord
+from xscl.engine.codec import decode, encode_state
 from xscl.engine.matcher import Match
 from xscl.engine.state import DocState
-from xscl.spark_plugin.job.codec import decode, encode_state
+from xscl.results.group_parts import GroupParts, OutputRow
+from xscl.service.live_queries import SEQ_STRIDE, JobQueries, owner_edge, queries_at
 from xscl.spark_plugin.job.documents import fill_xml, spool_xml
-from xscl.spark_plugin.job.group_parts import GroupParts, OutputRow
-from xscl.spark_plugin.job.queries import SEQ_STRIDE, JobQueries, owner_edge, queries_at
 from xscl.spark_plugin.job.route_task import CHAIN_GROUP, DEAD_GROUP
 from xscl.spark_plugin.results_sink import task_partition
 
@@ -211,7 +211,7 @@ class JoinGroups:
             records = self._chain(queries, stored, new)
         else:
             records = self._values(queries, stored, new)
-        for row in self.parts.rows(records):
+        for row in self.parts.rows(records, task_partition()):
             out.append(row)
             if len(out) >= OUTPUT_CHUNK:
                 yield _frame(out)

@@ -25,14 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xscl.spark_plugin.job.group_parts import GroupParts
-from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
-from xscl.spark_plugin.job.shape import JobShape, settle
-from xscl.spark_plugin.job_args import (
+from xscl.cli.job_args import (
     DEFAULT_FEED_ENTRIES,
     DEFAULT_HOT_SALTS,
     DEFAULT_HOT_THRESHOLD,
 )
+from xscl.results.group_parts import GroupParts
+from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
+from xscl.spark_plugin.job.shape import JobShape, settle
 
 #: State store partitions per executor core by default (Spark's shuffle partitions for
 #: the job): 2 kept both cores of ``local[2]`` busy at the least per-batch cost measured
@@ -84,7 +84,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from xscl.spark_plugin.results_sink import clear_staging
+    from xscl.results.commit import clear_staging
 
     clear_staging(plan.output)
     partitions = (

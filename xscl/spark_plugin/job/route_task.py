@@ -48,9 +48,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from xscl.spark_plugin.job.codec import digest_rows, encode
+from xscl.engine.codec import digest_rows, encode
+from xscl.service.live_queries import SEQ_STRIDE, queries_at
 from xscl.spark_plugin.job.placement import group_keys
-from xscl.spark_plugin.job.queries import SEQ_STRIDE, queries_at
 from xscl.xpath import Stage1Error
 
 #: State key of the group evaluating the chain-engine queries.

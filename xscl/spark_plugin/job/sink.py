@@ -51,21 +51,14 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from xscl.cli.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
 from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.spark_plugin.atom import AtomFeedWriter, FeedEntry, SubscribedTexts, result_entry_id
-from xscl.spark_plugin.job.group_parts import entry_reference, keep_newest
-from xscl.spark_plugin.job.result_parts import ResultPart, staged_part
-from xscl.spark_plugin.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
-from xscl.spark_plugin.results_sink import (
-    COMMITS,
-    STAGING,
-    StagedPart,
-    clear_staging,
-    commit_batch,
-    discard,
-    task_partition,
-)
+from xscl.results.atom import AtomFeedWriter, FeedEntry, SubscribedTexts, result_entry_id
+from xscl.results.commit import COMMITS, STAGING, StagedPart, clear_staging, commit_batch, discard
+from xscl.results.group_parts import entry_reference, keep_newest
+from xscl.results.parts import ResultPart, staged_part
+from xscl.spark_plugin.results_sink import task_partition
 
 FORMAT_NAME = "xscl-job-output"
 DEAD_LETTERS = "deadletters"
@@ -300,7 +293,7 @@ def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:
 def check_fence(fence: str) -> None:
     """Raise ``LeaseLostError`` when a newer epoch than the fence's was taken (driver)."""
     from xscl.errors import LeaseLostError
-    from xscl.spark_plugin.pair.lease import lease_from_spec, lost_message
+    from xscl.service.pair.lease import lease_from_spec, lost_message
 
     spec = json.loads(fence)
     lease = lease_from_spec(spec["lease"])

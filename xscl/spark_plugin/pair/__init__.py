@@ -1,9 +1,5 @@
-"""Process pairs: a lease per job, epochs that fence every write, standbys that take over.
+"""The Spark side of process pairs (the protocol itself is ``xscl.service.pair``).
 
-Read ``lease`` first (the protocol and the epoch), then ``file_lease`` /
-``k8s_lease`` (its two stores), ``epochs`` (the folders each epoch writes and how a
-new primary forks them from the last committed batch), ``member`` (an instance's
-life: standby, primary, fenced) and ``warm`` (keeping a standby hot); ``status`` and
-``metrics`` report a job's pair and progress (``xscl status``, Spark's metrics).
-docs/architecture.md, "Process pairs", has the protocol and why it is safe.
+* ``warm``: a standby keeps its Spark session and Python workers warm;
+* ``metrics``: ``xscl status``'s figures as gauges of Spark's metrics system.
 """

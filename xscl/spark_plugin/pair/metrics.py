@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from xscl.spark_plugin.pair.status import JobStatus
+from xscl.service.pair.status import JobStatus
 
 SOURCE_NAME = "xscl"
 #: Gauge name -> how it is read from a ``JobStatus`` (-1: unknown).

@@ -109,7 +109,7 @@ class StandbyWarmer:
         registry, applied = self.plan.registry, str(self.applied)
 
         def touch(batches: Iterator[Any]) -> Iterator[Any]:
-            from xscl.spark_plugin.job.queries import queries_at
+            from xscl.service.live_queries import queries_at
 
             queries_at(registry, version, applied)
             yield from batches

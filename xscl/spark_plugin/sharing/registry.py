@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xscl.errors import NoSubscriptionsError
+from xscl.service.sharing.keys import DEFINITION, STREAM, TEMPLATE
+from xscl.service.sharing.summary import QIDS_SHOWN, GroupSummary, SharingSummary
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.sharing.components import ComponentLabels, Components, components_for
-from xscl.spark_plugin.sharing.keys import DEFINITION, STREAM, TEMPLATE
-from xscl.spark_plugin.sharing.summary import QIDS_SHOWN, GroupSummary, SharingSummary
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -39,11 +39,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from xscl.cli.job_args import DEFAULT_LEASE_SECONDS, DEFAULT_NAME, add_lease_arguments
 from xscl.connectors.spool import SpoolReader
 from xscl.errors import LeaseStoreError
-from xscl.spark_plugin.job_args import DEFAULT_LEASE_SECONDS, DEFAULT_NAME, add_lease_arguments
-from xscl.spark_plugin.pair.lease import Lease, job_lease, pair_folder, process_gone
-from xscl.spark_plugin.pair.member import StandbyBoard
+from xscl.service.pair.lease import Lease, job_lease, pair_folder, process_gone
+from xscl.service.pair.member import StandbyBoard
 
 PRIMARY, STANDBY, STARTING = "primary", "standby", "starting"
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xscl.cli.common import load_queries, print_errors
+from xscl.cli.job_args import DEFAULT_NAME
 from xscl.cli.subscribe import publish_readers
 from xscl.lang.ast import Query
+from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import registry_text
-from xscl.spark_plugin.job_args import DEFAULT_NAME
-from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 
 @dataclass(frozen=True)

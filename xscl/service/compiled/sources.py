@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Protocol
 
 from xscl.lang.ast import Query
-from xscl.spark_plugin.compiled.table import (
+from xscl.service.compiled.table import (
     CompiledQuery,
     EventQueries,
     compiled_folder,
     read_event,
 )
-from xscl.spark_plugin.subscriptions import SubscriptionEvent
+from xscl.service.subscriptions import SubscriptionEvent
 from xscl.templates.shapes import ShapeMemo
 
 __all__ = [

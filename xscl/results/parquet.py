@@ -2,7 +2,7 @@
 
 The streaming job writes JSON Lines by default (the spec's interchange format);
 ``--results-format parquet`` writes each micro-batch's results as one Parquet
-file instead, under the same commit protocol (``results_sink``: staged, renamed,
+file instead, under the same commit protocol (``xscl.results.commit``: staged, renamed,
 named by the batch's marker). Why: one document takes part in many results and
 a ``SELECT *`` result embeds its documents' elements, so consecutive records
 repeat the same kilobytes; zstd over Parquet pages removes most of that, where
@@ -12,7 +12,7 @@ Columns (``RESULT_SCHEMA``): ``query``, ``result_id``, ``docs`` (a list of
 ``{stream, docid, ts}`` in block order, ``ts`` a UTC microsecond timestamp),
 ``nodes`` and ``values`` (maps from join variable), ``xml``. Spark, DuckDB or
 pandas read the part files directly; ``parquet_records`` turns them back into
-the spec's record dicts (what ``results_sink.read_results`` yields for either
+the spec's record dicts (what ``xscl.results.read.read_results`` yields for either
 format).
 
 The ``xscl-results`` data source writes Parquet too
@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -43,7 +44,7 @@ import pyarrow.parquet as pq
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import fsync_file
 from xscl.engine.output import ResultRecord
-from xscl.spark_plugin.results_sink import STAGING, StagedPart, json_value, task_partition
+from xscl.results.commit import STAGING, StagedPart
 
 SUFFIX = ".parquet"
 #: The part files' schema: spec section 4's record fields.
@@ -174,14 +175,16 @@ class StagedParquet:
         return StagedPart(0, str(self.path), self.rows)
 
 
-def stage_record_batches(path: str, batches: Iterable[pa.RecordBatch]) -> StagedPart:
+def stage_record_batches(
+    path: str, batches: Iterable[pa.RecordBatch], partition: int = 0
+) -> StagedPart:
     """Write one task's Arrow batches to a staging Parquet file, each ``result_id`` once.
 
     Runs on executors, once per task attempt (``xscl-results`` with
     ``.option("format", "parquet")``); what it returns is pickled to the driver's
     commit. The file has the batches' schema and one row group per batch.
+    ``partition``: the task's, the part's order in its batch.
     """
-    partition = task_partition()
     staging = Path(path) / STAGING
     target = staging / f"{uuid.uuid4().hex}{SUFFIX}"
     writer: pq.ParquetWriter | None = None
@@ -271,6 +274,26 @@ def _plain_records(parquet: pq.ParquetFile) -> Iterator[dict[str, Any]]:
     for group in range(parquet.num_row_groups):
         for row in parquet.read_row_group(group).to_pylist():
             yield {field.name: _plain(row[field.name], field.type) for field in schema}
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as JSON data: timestamps as RFC 3339 UTC (naive ones read as local time).
+
+    >>> json_value({"at": dt.datetime(2006, 6, 1, 10, tzinfo=dt.timezone.utc), "n": [1]})
+    {'at': '2006-06-01T10:00:00Z', 'n': [1]}
+    """
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo is not None else value.astimezone()
+        delta = moment - _EPOCH
+        return format_ts((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    if isinstance(value, dict):
+        return {str(key): json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    return value
 
 
 def _plain(value: Any, kind: pa.DataType) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from xscl.connectors.durable import write_atomically
 from xscl.errors import LeaseLostError, LeaseStoreError
-from xscl.spark_plugin.pair.lease import Identity, Lease, LeaseRecord, LeaseWatch, process_gone
+from xscl.service.pair.lease import Identity, Lease, LeaseRecord, LeaseWatch, process_gone
 
 
 class StandbyBoard:

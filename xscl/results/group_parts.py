@@ -42,9 +42,9 @@ from typing import Any
 
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
-from xscl.spark_plugin.atom import DEFAULT_CACHE_BYTES, EntryRenderer
-from xscl.spark_plugin.job.result_parts import staged_part
-from xscl.spark_plugin.results_sink import STAGING, task_partition
+from xscl.results.atom import DEFAULT_CACHE_BYTES, EntryRenderer
+from xscl.results.commit import STAGING
+from xscl.results.parts import staged_part
 
 #: One output row of the join groups (``groups.OUTPUT_DDL``).
 OutputRow = tuple[str, str, str, int, bytes]
@@ -65,8 +65,9 @@ class GroupParts:
     part_format: str
     feed_entries: int
 
-    def rows(self, records: Iterable[ResultRecord]) -> Iterator[OutputRow]:
-        """Stage ``records`` (each result id once) and yield the rows for the sink.
+    def rows(self, records: Iterable[ResultRecord], partition: int = 0) -> Iterator[OutputRow]:
+        """Stage ``records`` (each result id once) and yield the rows for the sink;
+        ``partition``: the task's (the staged part's order in its batch).
 
         >>> import tempfile
         >>> from xscl.engine.output import ResultRecord
@@ -81,7 +82,7 @@ class GroupParts:
         seen: set[str] = set()
         max_end = 0
         staging = Path(self.path) / STAGING
-        with staged_part(self.part_format, staging, task_partition()) as part:
+        with staged_part(self.part_format, staging, partition) as part:
             for record in records:
                 if record.result_id in seen:
                     continue

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
-from xscl.spark_plugin.compiled.table import CompiledQuery
+from xscl.service.compiled.table import CompiledQuery
 
 __all__ = [
     "DEFINITION",

@@ -56,12 +56,12 @@ from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.engine.pieces import PieceCache
 from xscl.lang.ast import Query
-from xscl.spark_plugin.feed_entry import EntryText, cel_entry_text, entry_text
-from xscl.spark_plugin.results_sink import read_results
+from xscl.results.feed_entry import EntryText, cel_entry_text, entry_text
+from xscl.results.read import read_results
 
 if TYPE_CHECKING:
     from xscl.engine.output import ResultRecord
-    from xscl.spark_plugin.subscriptions import SubscriptionEvent
+    from xscl.service.subscriptions import SubscriptionEvent
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 #: Namespace of the ``xscl:result`` extension element (the raw result XML).
@@ -524,7 +524,7 @@ class SubscribedTexts:
     """
 
     def __init__(self, registry: str | Path) -> None:
-        from xscl.spark_plugin.subscriptions import SubscriptionLog
+        from xscl.service.subscriptions import SubscriptionLog
 
         self.registry = Path(registry)
         self.log = SubscriptionLog(registry)
@@ -532,7 +532,7 @@ class SubscribedTexts:
         self._texts: _QueryTexts = _QueryTexts(self.registry, {})
 
     def __call__(self) -> Mapping[str, str]:
-        from xscl.spark_plugin.subscriptions import apply_event
+        from xscl.service.subscriptions import apply_event
 
         versions = self.log.versions()
         latest = versions[-1] if versions else 0
@@ -565,7 +565,7 @@ class _QueryTexts(Mapping[str, str]):
         text = self._texts.get(qid)
         if text is None:
             from xscl.lang.printer import format_query
-            from xscl.spark_plugin.compiled.sources import subscribed_queries
+            from xscl.service.compiled.sources import subscribed_queries
 
             event = self._owners[qid].event
             queries = self._events.get(event.version)

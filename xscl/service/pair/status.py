@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xscl.spark_plugin.pair.epochs import EpochFolders, batch_end_offset
-from xscl.spark_plugin.pair.lease import Lease, process_gone
-from xscl.spark_plugin.pair.member import StandbyBoard
+from xscl.service.pair.epochs import EpochFolders, batch_end_offset
+from xscl.service.pair.lease import Lease, process_gone
+from xscl.service.pair.member import StandbyBoard
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def job_status(
 ) -> JobStatus:
     """Read the figures of job ``name`` under ``home`` (see the module docstring)."""
     from xscl.connectors.spool import SpoolReader
-    from xscl.spark_plugin.results_sink import visible_markers
+    from xscl.results.read import visible_markers
 
     record = lease.read()
     primary = None

@@ -49,8 +49,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xscl.errors import XsclError
-from xscl.spark_plugin.compiled.sources import FromTexts
-from xscl.spark_plugin.compiled.table import (
+from xscl.service.compiled.sources import FromTexts
+from xscl.service.compiled.table import (
     SCHEMA,
     CompiledQuery,
     compiled_batch,
@@ -58,7 +58,7 @@ from xscl.spark_plugin.compiled.table import (
     publish_folder,
     write_event,
 )
-from xscl.spark_plugin.subscriptions import SubscriptionLog
+from xscl.service.subscriptions import SubscriptionLog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -36,13 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xscl.errors import LegacyHomeError
-from xscl.spark_plugin.results_sink import (
-    COMMITS,
-    clear_staging,
-    epoch_chain,
-    epoch_folder,
-    open_epoch,
-)
+from xscl.results.commit import COMMITS, clear_staging, epoch_chain, epoch_folder, open_epoch
 
 #: A versioned file of a state partition: ``12.changelog``, ``.12.zip.crc``, ``12_<id>.zip``.
 _VERSIONED = re.compile(r"^\.?(\d+)[._]")

@@ -136,11 +136,11 @@ def lease_from_spec(spec: dict[str, Any]) -> Lease:
     """The lease a ``Lease.spec()`` describes (in the sink's commit, to check the epoch)."""
     kind = spec.get("kind")
     if kind == "file":
-        from xscl.spark_plugin.pair.file_lease import FileLease
+        from xscl.service.pair.file_lease import FileLease
 
         return FileLease.from_spec(spec)
     if kind == "kubernetes":
-        from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
+        from xscl.service.pair.k8s_lease import KubernetesLease
 
         lease: Lease = KubernetesLease.from_spec(spec)
         return lease
@@ -162,11 +162,11 @@ def job_lease(
 ) -> Lease:
     """The lease of job ``name`` in the store ``kind`` names (``--lease``)."""
     if kind == "kubernetes":
-        from xscl.spark_plugin.pair.k8s_lease import KubernetesLease
+        from xscl.service.pair.k8s_lease import KubernetesLease
 
         found: Lease = KubernetesLease.in_cluster(lease_name or f"xscl-{name}", namespace, duration)
         return found
-    from xscl.spark_plugin.pair.file_lease import FileLease
+    from xscl.service.pair.file_lease import FileLease
 
     return FileLease(pair_folder(home, name), duration=duration)
 

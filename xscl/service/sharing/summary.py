@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from xscl.spark_plugin.compiled.table import CompiledQuery
-from xscl.spark_plugin.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, live_keys
+from xscl.service.compiled.table import CompiledQuery
+from xscl.service.sharing.keys import DEFINITION, STREAM, TEMPLATE, groups, live_keys
 
 __all__ = ["IN_PROCESS", "QIDS_SHOWN", "GroupSummary", "SharingSummary", "in_process"]
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from xscl.connectors.document import parse_ts
-from xscl.spark_plugin.results_sink import StagedPart
+from xscl.results.commit import StagedPart
 
 #: Bytes a JSON Lines part buffers before writing to its file.
 WRITE_BUFFER = 1 << 20
@@ -94,7 +94,7 @@ class ParquetPart:
     time, so the task holds one group, not the batch)."""
 
     def __init__(self, staging: Path, partition: int) -> None:
-        from xscl.spark_plugin.results_parquet import StagedParquet
+        from xscl.results.parquet import StagedParquet
 
         self.partition = partition
         self._staged = StagedParquet(staging)

@@ -24,7 +24,7 @@ engine changes when another query starts publishing into its stream is treated a
 subscribed again at that event.
 
 A subscribe event's queries come compiled (normal form, template assignment) from
-the compiled table when the event has been compiled (``xscl.spark_plugin.compiled``:
+the compiled table when the event has been compiled (``xscl.service.compiled``;
 the compile job at ``xscl serve``'s start), else from their texts; both give equal
 engines, var ids included. From the table a worker skips parsing, normalising and
 assigning templates, most of registering (docs/benchmarks.md, "Registration").
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xscl.engine import LocalEngine
-from xscl.spark_plugin.compiled.sources import EventCompiler, FromTexts, compiler_for
-from xscl.spark_plugin.compiled.table import CompiledQuery
-from xscl.spark_plugin.job.worker_heap import settled, unsettled
-from xscl.spark_plugin.subscriptions import SubscriptionLog, apply_event
+from xscl.service.compiled.sources import EventCompiler, FromTexts, compiler_for
+from xscl.service.compiled.table import CompiledQuery
+from xscl.service.subscriptions import SubscriptionLog, apply_event
+from xscl.service.worker_heap import settled, unsettled
 from xscl.templates.canonical import Template
 from xscl.templates.shapes import ShapeMemo
 

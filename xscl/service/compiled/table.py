@@ -54,7 +54,7 @@ import pyarrow.parquet as pq
 
 from xscl.lang.ast import Query
 from xscl.lang.normal_form.model import NormalQuery
-from xscl.spark_plugin.compiled.values import Decoder, encode
+from xscl.service.compiled.values import Decoder, encode
 from xscl.templates.assign import TemplateAssignment
 
 __all__ = [

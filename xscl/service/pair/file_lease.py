@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xscl.cli.job_args import DEFAULT_LEASE_SECONDS
 from xscl.connectors.durable import create_exclusively, write_atomically
 from xscl.errors import LeaseLostError, LeaseStoreError
-from xscl.spark_plugin.job_args import DEFAULT_LEASE_SECONDS
-from xscl.spark_plugin.pair.lease import Identity, LeaseRecord, lost_message
+from xscl.service.pair.lease import Identity, LeaseRecord, lost_message
 
 CLAIMS = "claims"
 LEASE_FILE = "lease.json"
