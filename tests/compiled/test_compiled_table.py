@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given
 
 from tests.profiles import examples
 from tests.workloads import HEADER, NAMESPACES, Workload, query_texts, workloads
-from xscl.engine import LocalEngine
+from xscl.engine.subscriptions import Subscriptions
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_query
 from xscl.lang.printer import format_query
@@ -79,32 +79,30 @@ def _row(row: QueryRow) -> tuple[object, ...]:
     return (row.qid, row.var_ids, row.windows, row.kinds, row.names)
 
 
-def _tables(engine: LocalEngine) -> dict[str, Any]:
-    """What registering built in an engine: R_T tables, Stage 1, claims, outputs."""
-    stage1 = engine.stage1
+def _tables(subs: Subscriptions) -> dict[str, Any]:
+    """What registering built: R_T tables, Stage 1, claims, outputs, placed plans."""
+    stage1 = subs.stage1
     return {
         "R_T": [
             (t.template, t.template_id, [_row(r) for r in t.rows.values()])
-            for t in engine.registry.tables()
+            for t in subs.registry.tables()
         ],
         "definitions": stage1.registered,
         "requirements": (sorted(stage1._values), sorted(stage1._nodes), sorted(stage1._pairs)),
-        "claims": dict(engine._claim_counts),
-        "normal": engine.normal,
-        "outputs": {q: [b and b.signature for b in o.blocks] for q, o in engine.outputs.items()},
-        "plans": engine.plans,  # role plans with their R_T tries
-        "publish": engine.publish,
-        "since": engine._since,
+        "claims": dict(subs.claim_counts),
+        "normal": subs.normal,
+        "outputs": {q: [b and b.signature for b in o.blocks] for q, o in subs.outputs.items()},
+        "plans": subs.plan_sets,  # role plans with their R_T tries, per placement
+        "placement": subs.placement,
+        "publish": subs.publish,
+        "since": subs.since,
     }
 
 
 def _built(registry: Path, version: int) -> dict[str, Any]:
-    queries._built.clear()
-    built = queries.queries_at(str(registry), version)
+    built = queries.LiveQueries().at(str(registry), version)
     return {
-        "value": _tables(built.value),
-        "chain": _tables(built.chain),
-        "engine_of": built.engine_of,
+        "subscriptions": _tables(built.subscriptions),
         "added_at": built.added_at,
         "routing": built.routing(),
     }

@@ -1,4 +1,4 @@
-"""A standby's warm subscriptions serve the epoch it takes over (``job.queries._adopt``).
+"""A standby's warm subscriptions serve the epoch it takes over (``live_queries.LiveQueries``).
 
 The warm-up builds the subscriptions with its own applied folder (offsets in its
 scratch spool); the new primary's tasks ask for the same registry version with the
@@ -28,10 +28,11 @@ def test_a_warm_set_is_adopted_and_rebased_to_the_epochs_offsets(tmp_path: Path)
         log = SubscriptionLog(registry, folder)
         for version, offset in enumerate(offsets, start=1):
             log.record_applied(version, offset)
-    built = queries.queries_at(str(registry), 2, str(warm))
-    adopted = queries.queries_at(str(registry), 2, str(epoch))
+    live = queries.LiveQueries()
+    built = live.at(str(registry), 2, str(warm))
+    adopted = live.at(str(registry), 2, str(epoch))
     assert adopted is built
-    assert (str(registry), str(warm)) not in queries._built
-    since = {**built.value._since, **built.chain._since}
+    assert live.at(str(registry), 2, str(epoch)) is built  # kept under the epoch's folder
+    since = built.subscriptions.since
     assert since["late"] == 7 * queries.SEQ_STRIDE
     assert {since[q] for q in since if q != "late"} == {0}

@@ -3,7 +3,7 @@
 A killed job runs with ``spark.python.daemon.module=tests.spark.stage1_daemon``
 (``PYSPARK_SUBMIT_ARGS``) and ``XSCL_STAGE1_MARKS`` naming a folder. It is
 ``pyspark.daemon`` itself, except that every worker it forks wraps
-``RouteTask.route`` (Stage 1 of the job's source, ``xscl.spark_plugin.job.route_task``):
+``Router.route`` (Stage 1 of the job's source, ``xscl.engine.routing``), once per record:
 
 * on entry it creates ``<pid>-<n>.begin`` in the folder, on return ``<pid>-<n>.end``:
   a ``begin`` without its ``end`` is a task inside Stage 1 (``tests/spark/killing.py``,
@@ -12,7 +12,7 @@ A killed job runs with ``spark.python.daemon.module=tests.spark.stage1_daemon``
   evaluating, so the kill lands inside Stage 1 and not after it.
 
 The wrap is installed after the fork, as ``pyspark.daemon`` imports the worker
-module: importing pyarrow (which ``route_task`` does) before forking is unsafe.
+module: importing pyarrow (which the job's source does) before forking is unsafe.
 Nothing else of the job changes: an unarmed run gives the same results.
 """
 
@@ -34,13 +34,13 @@ _wrapped = False
 
 
 def _hold_stage1(folder: Path) -> None:
-    """Wrap ``RouteTask.route`` with the marks and the hold (in a forked worker)."""
-    from xscl.spark_plugin.job.route_task import RouteTask
+    """Wrap ``Router.route`` with the marks and the hold (in a forked worker)."""
+    from xscl.engine.routing import Router
 
-    route = RouteTask.route
+    route = Router.route
     calls = itertools.count()
 
-    def marked_route(self: RouteTask, *args: Any, **kwargs: Any) -> Any:
+    def marked_route(self: Router, *args: Any, **kwargs: Any) -> Any:
         name = f"{os.getpid()}-{next(calls)}"
         (folder / f"{name}.begin").touch()
         deadline = time.monotonic() + HOLD_SECONDS
@@ -51,7 +51,7 @@ def _hold_stage1(folder: Path) -> None:
         finally:
             (folder / f"{name}.end").touch()
 
-    RouteTask.route = marked_route  # type: ignore[method-assign]
+    Router.route = marked_route  # type: ignore[method-assign]
 
 
 def _worker(sock: Any, authenticated: bool) -> int:

@@ -1,4 +1,4 @@
-"""The executor half of the job without Spark: ``RouteTask`` and ``JoinGroups`` driven by hand.
+"""The executor half of the job without Spark: the source's tasks and ``JoinGroups`` by hand.
 
 Each micro-batch's spool records go through the job's source (``RoutedStreamReader.read``:
 Stage 1, lateness, routing), the routed rows are grouped by key and handed to ``JoinGroups`` with an
@@ -27,14 +27,15 @@ from tests.spark.jobkit import reference_by_id
 from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
+from xscl.engine.routing import RouteShape
 from xscl.results.atom import FeedEntry, entry_of, result_entry_id
 from xscl.results.group_parts import GroupParts, entry_reference
 from xscl.results.read import part_records
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.compile_job import compile_in_process
-from xscl.spark_plugin.job.groups import JoinGroups
-from xscl.spark_plugin.job.route_task import RouteTask
-from xscl.spark_plugin.job.routed_source import RoutedStreamReader
+from xscl.spark_plugin.job.join_groups import JoinGroups
+from xscl.spark_plugin.job.placement import group_keys
+from xscl.spark_plugin.job.routed_source import RoutedStreamReader, RouteTask
 from xscl.spark_plugin.spool_source import SpoolOptions, SpoolRange
 
 
@@ -83,9 +84,9 @@ def run_job(
     with Spool(work / "spool", sync=False) as spool:
         spool.append(docs)
         end = spool.next_offset()
-    route = RouteTask(str(registry), 8, lateness, None, 1, 3)
-    source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
     parts = GroupParts(str(work / "results"), part_format, feed_entries)
+    route = RouteTask(str(registry), RouteShape(group_keys(8, 3), 1, lateness), parts)
+    source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
     groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts)
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
@@ -190,7 +191,7 @@ def test_a_heavy_batch_leaves_a_group_in_bounded_frames(
     row and each query's newest ``--feed-entries`` entries as references, in frames of
     at most ``OUTPUT_CHUNK`` rows (a heavy batch's rows never sit whole in the
     worker's frames), in either results format."""
-    from xscl.spark_plugin.job import groups
+    from xscl.spark_plugin.job import join_groups as groups
 
     monkeypatch.setattr(groups, "OUTPUT_CHUNK", 7)
     sizes: list[int] = []

@@ -2,7 +2,7 @@
 
 The job's join groups report a value as hot once a group stores more than the
 threshold under it; from the next micro-batch on its new documents are stored under
-one of several salts and probe all of them (``job.route_task``). The result set must
+one of several salts and probe all of them (``engine.routing``). The result set must
 not change: it is compared with the reference evaluator's, record for record, and the
 hot value must really have been spread (recorded in the hot set, stored under several
 groups' state).
@@ -18,11 +18,11 @@ import pytest
 from tests.spark.jobkit import committed_by_id, reference_by_id, run_once
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
-from xscl.engine.codec import digest
+from xscl.engine.groups.codec import digest
 from xscl.reference import load_queries
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import registry_text
-from xscl.spark_plugin.job.route_task import hot_values
+from xscl.spark_plugin.job.hot_values import read as hot_values
 
 pytestmark = pytest.mark.spark
 

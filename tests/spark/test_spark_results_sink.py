@@ -17,6 +17,7 @@ from xscl.engine.output import ResultRecord
 from xscl.errors import ResultsDirectoryError
 from xscl.results.commit import StagedPart, commit_batch
 from xscl.results.read import committed_markers, compact, count_results, read_results
+from xscl.spark_plugin.results_sink import StagedMessage, staged
 
 
 def _stage(root: Path, name: str, lines: list[dict[str, Any]]) -> StagedPart:
@@ -30,7 +31,9 @@ def _stage(root: Path, name: str, lines: list[dict[str, Any]]) -> StagedPart:
 def test_commit_is_idempotent_by_batch_id(tmp_path: Path) -> None:
     records = [{"query": "Q", "result_id": f"r{i}"} for i in range(4)]
     parts = [_stage(tmp_path, "0.jsonl", records[:2]), _stage(tmp_path, "1.jsonl", records[2:])]
-    assert commit_batch(str(tmp_path), "00000000000000000007", [*parts, None])
+    # what the tasks reported, as the driver's commit gets it (a task with no message too)
+    messages = [*map(StagedMessage, parts), None]
+    assert commit_batch(str(tmp_path), "00000000000000000007", staged(messages))
     # The replayed batch stages the same rows again; the marker makes it a no-op.
     replay = [_stage(tmp_path, "0.jsonl", records[:2]), _stage(tmp_path, "1.jsonl", records[2:])]
     assert not commit_batch(str(tmp_path), "00000000000000000007", replay)

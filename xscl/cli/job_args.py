@@ -7,21 +7,16 @@ from __future__ import annotations
 
 import argparse
 
+from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
+from xscl.engine.routing import DEFAULT_HOT_SALTS
+from xscl.results.atom import DEFAULT_MAX_ENTRIES
+from xscl.results.parts import RESULTS_FORMATS
+from xscl.service.pair.lease import DEFAULT_LEASE_SECONDS, DEFAULT_RENEW_SECONDS, LEASE_KINDS
+
 #: Default job name: the checkpoint and results folder under ``--home``.
 DEFAULT_NAME = "xscl"
 #: Default number of newest entries kept in each query's Atom feed.
-DEFAULT_FEED_ENTRIES = 200
-#: Default number of join groups a hot value's documents are spread over.
-DEFAULT_HOT_SALTS = 8
-#: Default number of documents stored under one value in one group that make it hot.
-DEFAULT_HOT_THRESHOLD = 500
-#: Formats of the committed result part files (``--results-format``).
-RESULTS_FORMATS = ("jsonl", "parquet")
-#: Where the lease of a process pair is kept (``--lease``).
-LEASE_KINDS = ("file", "kubernetes")
-#: Default seconds a lease lasts unrenewed, and between renewals (``pair.lease``).
-DEFAULT_LEASE_SECONDS = 3.0
-DEFAULT_RENEW_SECONDS = 1.0
+DEFAULT_FEED_ENTRIES = DEFAULT_MAX_ENTRIES
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:

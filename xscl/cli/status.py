@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from xscl.cli.job_args import DEFAULT_LEASE_SECONDS, DEFAULT_NAME, add_lease_arguments
+from xscl.cli.job_args import DEFAULT_NAME, add_lease_arguments
+from xscl.service.pair.lease import DEFAULT_LEASE_SECONDS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -26,30 +26,26 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xscl.engine.matcher import Match, match_document
+from xscl.engine.join_state import JoinState
+from xscl.engine.matcher import Match
 from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
-from xscl.engine.plans import RolePlan, role_steps
-from xscl.engine.records import DocsInfo, RecordPlan, build_record, docs_info
-from xscl.engine.stage1_claims import Requirement, Stage1Claims
+from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
-from xscl.engine.view_cache import Slice, ViewCache
-from xscl.errors import LateDocumentError, PublishCycleError, XsclError
+from xscl.engine.subscriptions import Subscriptions, check_publish_cycles
+from xscl.engine.view_cache import ViewCache
+from xscl.errors import LateDocumentError, XsclError
 from xscl.lang.ast import Query
 from xscl.lang.gc_pause import registering
-from xscl.lang.normal_form.model import NormalQuery, VarDef
+from xscl.lang.normal_form.model import NormalQuery
 from xscl.templates.assign import TemplateAssignment
-from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow, TemplateRegistry
 from xscl.templates.shapes import ShapeMemo
-from xscl.xpath import DocumentRows, Stage1, Stage1Error
-
-#: document tuples whose shared record parts are remembered before the memo is reset
-_DOCS_INFO_CAPACITY = 4096
+from xscl.xpath import Stage1, Stage1Error
 
 
 @dataclass(frozen=True)
@@ -84,7 +80,12 @@ class EngineStats:
 
 
 class LocalEngine:
-    """The in-process engine (``--engine local``); see the module docstring."""
+    """The in-process engine (``--engine local``); see the module docstring.
+
+    Its queries are a ``Subscriptions`` (everything placed in ``ALL``), its documents
+    one ``JoinState``; it owns the order of documents: re-deliveries, lateness, the
+    sequence numbers, the results already emitted and eviction.
+    """
 
     def __init__(
         self,
@@ -94,42 +95,57 @@ class LocalEngine:
         view_cache_max_rows: int | None = 5_000_000,
         allowed_lateness_micros: int | None = None,
     ) -> None:
-        self.stage1 = Stage1()
-        #: each query's Stage 1 claims, and every requirement's number of claims
-        self._claims: dict[str, Stage1Claims] = {}
-        self._claim_counts: Counter[Requirement] = Counter()
-        self._registering: Stage1Claims | None = None
-        self.registry = TemplateRegistry(intern=self._intern)
-        self.cache = ViewCache(enabled=view_cache, max_rows=view_cache_max_rows)
+        self.subscriptions = Subscriptions()
+        self.state = JoinState(view_cache=view_cache, view_cache_max_rows=view_cache_max_rows)
+        self.records = RecordBuilder(self.subscriptions.record_plan)
         self.allowed_lateness = allowed_lateness_micros
-        self.plans: dict[Template, list[RolePlan]] = {}
-        self.outputs: dict[str, QueryOutput] = {}
-        self.publish: dict[str, str] = {}
-        self.docs: dict[tuple[str, str], DocState] = {}
         self.seen: set[tuple[str, str]] = set()
         self.emitted: set[str] = set()
         self._emitted_by_end: list[tuple[int, str]] = []
-        self.normal: dict[str, NormalQuery] = {}
-        self.trees = DocumentTrees()
-        self._record_plans: dict[str, RecordPlan] = {}
-        #: per document tuple of recent matches; DocState hashes by identity
-        self._docs_infos: dict[tuple[DocState, ...], DocsInfo] = {}
         self.stats = EngineStats()
         self.max_ts: int | None = None
         self._seq = 0
-        self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
-        #: queries added with ``only_new_documents``: the first document seq they see
-        self._since: dict[str, int] = {}
-        #: normal forms and template assignments, computed once per query shape
-        self.shapes = ShapeMemo()
         queries = list(queries)
         # many queries: the collector paused, then one collection here, not in the
         # first documents processed (seconds at 100k, docs/benchmarks.md)
         with registering(len(queries)):
-            normal = [q if isinstance(q, NormalQuery) else self.shapes.normal(q) for q in queries]
+            normal = [self.subscriptions.normalized(q) for q in queries]
             check_publish_cycles(normal)
             for query in normal:
                 self.add_query(query)
+
+    # ------------------------------------------------- the parts, by their names
+    @property
+    def stage1(self) -> Stage1:
+        return self.subscriptions.stage1
+
+    @property
+    def registry(self) -> TemplateRegistry:
+        return self.subscriptions.registry
+
+    @property
+    def outputs(self) -> dict[str, QueryOutput]:
+        return self.subscriptions.outputs
+
+    @property
+    def shapes(self) -> ShapeMemo:
+        return self.subscriptions.shapes
+
+    @property
+    def docs(self) -> dict[tuple[str, str], DocState]:
+        return self.state.docs
+
+    @property
+    def cache(self) -> ViewCache:
+        return self.state.cache
+
+    @property
+    def trees(self) -> DocumentTrees:
+        return self.records.trees
+
+    @property
+    def template_count(self) -> int:
+        return self.subscriptions.template_count
 
     # ---------------------------------------------------------------- registry
     def add_query(
@@ -139,137 +155,23 @@ class LocalEngine:
         only_new_documents: bool = False,
         assignment: TemplateAssignment | None = None,
     ) -> QueryRow:
-        """Register one query (its R_T row, Stage 1 requirements, output plan).
-
-        ``assignment``: the query's template assignment when already known (the
-        Spark job's compiled table); computed otherwise.
+        """Register one query (``Subscriptions.add_query``).
 
         With ``only_new_documents`` (a subscription to a running engine) the query
         matches only documents ingested from now on: stored documents were evaluated
         before its definitions were required, so any other rule would depend on which
         definitions it happens to share with older queries.
         """
-        normal = query if isinstance(query, NormalQuery) else self.shapes.normal(query)
-        if normal.query.publish is not None:  # only a publishing query can close a cycle
-            publishers = [self.normal[qid] for qid in self.publish if qid != normal.qid]
-            check_publish_cycles([*publishers, normal])
-        if normal.qid in self.outputs:
-            self.remove_query(normal.qid)
-        self.normal[normal.qid] = normal
-        claims = Stage1Claims(self.stage1, self._claim_counts)
-        self._registering = claims
-        try:
-            row = self.registry.add_assignment(assignment or self.shapes.assignment(normal))
-        finally:
-            self._registering = None
-        self._claims[normal.qid] = claims
-        template = row.template
-        for meta, var_id in enumerate(row.var_ids):
-            parent = template.parents[meta]
-            if parent >= 0:
-                claims.require_pair(row.var_ids[parent], var_id)
-            if template.documents[meta] or parent < 0:
-                claims.require_nodes(var_id)
-        for a, b in template.value_edges:
-            claims.require_value(row.var_ids[a])
-            claims.require_value(row.var_ids[b])
-        plans = self.plans.get(template)
-        if plans is None:
-            plans = [
-                RolePlan(template, r, role_steps(template, r)) for r in range(template.block_count)
-            ]
-            self.plans[template] = plans
-        for plan in plans:
-            plan.insert(row)
-        self.outputs[normal.qid] = QueryOutput(normal, claims)
-        if normal.query.publish is not None:
-            self.publish[normal.qid] = normal.query.publish
-        if only_new_documents:
-            self._since[normal.qid] = self._seq + 1
-        return row
-
-    def _intern(self, definition: VarDef) -> int:
-        """The registry's var-id function: a Stage 1 registration, claimed by the query."""
-        if self._registering is None:
-            raise RuntimeError("definitions are interned only while a query is added")
-        return self._registering.register(definition)
+        since = self._seq + 1 if only_new_documents else None
+        return self.subscriptions.add_query(query, assignment=assignment, since=since)
 
     def remove_query(self, qid: str) -> bool:
-        """Unregister a query: its R_T row goes, and its Stage 1 claims are given back
-        (what no other query needs stops being evaluated)."""
-        if qid not in self.outputs:
-            return False
-        template = self.registry.template_of(qid)
-        row = self.registry.table(template).rows[qid]
-        for plan in self.plans[template]:
-            plan.delete(row)
-        self.registry.remove(qid)
-        if not any(p.rows for p in self.plans[template]):
-            del self.plans[template]
-        del self.outputs[qid]
-        self._record_plans.pop(qid, None)
-        del self.normal[qid]
-        self.publish.pop(qid, None)
-        self._since.pop(qid, None)
-        self._claims.pop(qid).release()
-        return True
-
-    @property
-    def template_count(self) -> int:
-        return len(self.plans)
-
-    # ------------------------------------------- documents kept elsewhere
-    def reset_documents(self, max_ts: int | None) -> None:
-        """Forget every stored document, keeping queries, statistics and caches of plans.
-
-        For a caller that keeps the join state itself (the Spark job's join groups,
-        ``xscl.spark_plugin.job.groups``): per group and micro-batch it resets the
-        engine, ``store``s the stored documents the batch can reach, then matches or
-        processes the batch's documents.
-        """
-        self.docs = {}
-        self.seen = set()
-        self.emitted = set()
-        self._emitted_by_end = []
-        self._by_ts = []
-        self._docs_infos = {}
-        self.cache = ViewCache(enabled=self.cache.enabled, max_rows=self.cache.max_rows)
-        self.max_ts = max_ts
-
-    def store(self, doc: DocState) -> None:
-        """Add an earlier document to the state without matching it (see ``reset_documents``)."""
-        self.seen.add(doc.key)
-        self.docs[doc.key] = doc
-        self.cache.add(doc)
-        heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
-
-    def advance_seq(self, at_least: int) -> None:
-        """Number the next document above ``at_least`` (a caller's stable numbering)."""
-        self._seq = max(self._seq, at_least)
+        """Unregister a query (``Subscriptions.remove_query``)."""
+        return self.subscriptions.remove_query(qid)
 
     def reach(self) -> int | None:
         """The widest window of any registered query (None: some window is INF)."""
-        return max(
-            (p.max_window for ps in self.plans.values() for p in ps if p.rows),
-            default=0,
-            key=lambda w: float("inf") if w is None else w,
-        )
-
-    def block_count(self) -> int:
-        """The most blocks of any registered template (how far joins can chain)."""
-        return max(
-            (t.block_count for t, ps in self.plans.items() if any(p.rows for p in ps)), default=0
-        )
-
-    def scans(self) -> bool:
-        """True when some registered plan places a block by scanning every stored document."""
-        return any(
-            step.kind == "scan"
-            for ps in self.plans.values()
-            for p in ps
-            if p.rows
-            for step in p.steps
-        )
+        return self.subscriptions.reach()
 
     # -------------------------------------------------------------- processing
     def process(self, documents: Iterable[Any]) -> list[ResultRecord]:
@@ -287,57 +189,34 @@ class LocalEngine:
             out.extend(self.process_one(stream, docid, ts, xml))
         return out
 
-    def process_one(
-        self,
-        stream: str,
-        docid: str,
-        ts: int,
-        xml: str,
-        witness: DocumentRows | Stage1Error | None = None,
-    ) -> list[ResultRecord]:
-        """One input document and every published document it causes.
-
-        ``witness``: the document's Stage 1 output when it was computed elsewhere
-        (the Spark job's executors, with ``Stage1.from_spec`` of this engine's
-        ``stage1``), or the error that rejected it; None evaluates it here.
-        """
+    def process_one(self, stream: str, docid: str, ts: int, xml: str) -> list[ResultRecord]:
+        """One input document and every published document it causes."""
         results: list[ResultRecord] = []
         queue: deque[tuple[str, str, int, str, bool]] = deque([(stream, docid, ts, xml, False)])
-        given = witness
         while queue:
             s, d, t, x, derived = queue.popleft()
-            for record in self._ingest(s, d, t, x, derived, given):
+            for record in self._ingest(s, d, t, x, derived):
                 results.append(record)
-                target = self.publish.get(record.query)
+                target = self.subscriptions.publish.get(record.query)
                 if target is not None:
                     queue.append((target, record.result_id, record.end_micros, record.xml, True))
-            given = None
         return results
 
     def _ingest(
-        self,
-        stream: str,
-        docid: str,
-        ts: int,
-        xml: str,
-        derived: bool,
-        witness: DocumentRows | Stage1Error | None = None,
+        self, stream: str, docid: str, ts: int, xml: str, derived: bool
     ) -> list[ResultRecord]:
         key = (stream, docid)
         if key in self.seen:
             self.stats.duplicates += 1
             return []
         self.seen.add(key)  # a later copy is a re-delivery, even if this one is dead-lettered
-        if witness is None:
-            try:
-                witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
-            except Stage1Error as exc:
-                witness = exc
-        if isinstance(witness, Stage1Error):  # checked first, as the reference and the job do
+        try:
+            witness = self.stage1.evaluate_rows(stream, docid, ts, xml)
+        except Stage1Error as exc:  # checked first, as the reference and the job do
             if not derived:  # delivered: its ts counts toward lateness (docs/language.md)
                 self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
             self.stats.rejected += 1
-            self.stats.rejections.append(Rejected.of(stream, docid, witness))
+            self.stats.rejections.append(Rejected.of(stream, docid, exc))
             return []
         lateness = self.allowed_lateness
         if (
@@ -357,11 +236,11 @@ class LocalEngine:
             self.stats.documents += 1
         started = time.perf_counter()
         found = self.matches(doc)
-        if self._since:
-            found = [m for m in found if self._sees(m)]
+        if self.subscriptions.since:
+            found = [m for m in found if self.subscriptions.sees(m)]
         joined = time.perf_counter()
-        self._docs_infos.clear()  # they hold parsed trees: keep only this document's
-        records = [self.record(m) for m in found]
+        self.records.forget_tuples()  # they hold parsed trees: keep only this document's
+        records = [self.records.record(m) for m in found]
         self.stats.join_seconds += joined - started
         self.stats.output_seconds += time.perf_counter() - joined
         fresh: list[ResultRecord] = []
@@ -372,9 +251,7 @@ class LocalEngine:
                     heapq.heappush(self._emitted_by_end, (record.end_micros, record.result_id))
                 fresh.append(record)
         self.stats.results += len(fresh)
-        self.docs[key] = doc
-        self.cache.add(doc)
-        heapq.heappush(self._by_ts, (ts, self._seq, key))
+        self.state.store(doc)
         if not derived:
             self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
         self._evict()
@@ -382,55 +259,13 @@ class LocalEngine:
 
     def matches(self, doc: DocState) -> list[Match]:
         """Every match of every template with ``doc`` in any block (the join processor)."""
-        strings = {s for _, _, s in doc.value_rows if s}
-        memo: dict[str, Slice] = self.cache.lookup(strings, self.docs.values()) if strings else {}
-
-        def slice_of(value: str) -> Slice:
-            part = memo.get(value)
-            if part is None:
-                part = self.cache.lookup([value], self.docs.values()).get(value, {})
-                memo[value] = part
-            return part
-
-        def stored() -> Iterable[DocState]:
-            return self.docs.values()
-
-        found: list[Match] = []
-        for plans in self.plans.values():
-            for plan in plans:
-                if plan.rows:
-                    found.extend(match_document(plan, doc, slice_of, stored))
+        found = self.state.matches(self.subscriptions.plans(), doc)
         self.stats.matches += len(found)
         return found
 
-    def set_since(self, qid: str, seq: int) -> None:
-        """Let query ``qid`` match only documents numbered ``seq`` or later (a caller's
-        subscription cut-off, with its own numbering: see ``advance_seq``)."""
-        self._since[qid] = seq
-
-    def sees(self, match: Match) -> bool:
-        """False for a match with a document older than its query's subscription."""
-        return self._sees(match)
-
-    def _sees(self, match: Match) -> bool:
-        """False for a match with a document older than its query's subscription."""
-        since = self._since.get(match[0].qid)
-        return since is None or all(doc.seq >= since for doc in match[1])
-
     def record(self, match: Match) -> ResultRecord:
         """The result record (id, values, output XML) of one match (``xscl.engine.records``)."""
-        row, docs, nodes = match
-        plan = self._record_plans.get(row.qid)
-        if plan is None or plan.row is not row:
-            plan = RecordPlan(row, self.outputs[row.qid])
-            self._record_plans[row.qid] = plan
-        info = self._docs_infos.get(docs)
-        if info is None:
-            if len(self._docs_infos) >= _DOCS_INFO_CAPACITY:
-                self._docs_infos.clear()
-            info = docs_info(docs, self.trees)
-            self._docs_infos[docs] = info
-        return build_record(plan, docs, info, nodes, self.trees)
+        return self.records.record(match)
 
     # --------------------------------------------------------------- eviction
     def _evict(self) -> None:
@@ -441,37 +276,7 @@ class LocalEngine:
         if reach is None:
             return
         horizon = self.max_ts - self.allowed_lateness - reach
-        evicted = []
-        while self._by_ts and self._by_ts[0][0] < horizon:
-            _, _, key = heapq.heappop(self._by_ts)
-            doc = self.docs.pop(key, None)
-            if doc is not None:
-                evicted.append(doc)
-        if evicted:
-            self.cache.remove_many(evicted)  # each slice filtered once
-            self.stats.evicted += len(evicted)
+        self.stats.evicted += self.state.evict(horizon)
         # a result whose last document is past the horizon can never be produced again
         while self._emitted_by_end and self._emitted_by_end[0][0] < horizon:
             self.emitted.discard(heapq.heappop(self._emitted_by_end)[1])
-
-
-def check_publish_cycles(queries: Sequence[NormalQuery]) -> None:
-    """Raise ``PublishCycleError`` when PUBLISH/FROM references form a cycle."""
-    reads: dict[str, set[str]] = {}
-    for query in queries:
-        if query.query.publish is not None:
-            reads.setdefault(query.query.publish, set()).update(b.stream for b in query.blocks)
-    state: dict[str, int] = {}
-
-    def visit(stream: str) -> None:
-        state[stream] = 1
-        for source in reads.get(stream, ()):
-            if state.get(source) == 1:
-                raise PublishCycleError(f"PUBLISH cycle through stream {source!r}")
-            if source not in state:
-                visit(source)
-        state[stream] = 2
-
-    for stream in reads:
-        if stream not in state:
-            visit(stream)

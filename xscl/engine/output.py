@@ -39,7 +39,14 @@ from xscl.engine.stage1_claims import Stage1Requests
 from xscl.engine.state import DocState
 from xscl.lang.normal_form.model import NormalQuery
 from xscl.xpath import parse_document
-from xscl.xpath.nodes import attribute_qname, text_children
+from xscl.xpath.nodes import (
+    AttributeNode,
+    Node,
+    TextNode,
+    attribute_items,
+    attribute_qname,
+    text_children,
+)
 
 
 def result_id(query_id: str, docs: Sequence[tuple[str, str]], nodes: Mapping[str, str]) -> str:
@@ -207,6 +214,21 @@ class DocumentTree:
 
     def depth(self, node: str) -> int:
         return self.order[node][1]
+
+    def node(self, node: str) -> Node:
+        """The node a node id names (docs/language.md: ``N``, ``N/@qname``, ``N/text()[k]``)."""
+        head, _, rest = node.partition("/")
+        element = self.elements[int(head)]
+        if not rest:
+            return element
+        if rest.startswith("@"):
+            name = rest[1:]
+            for key, value in attribute_items(element):
+                if attribute_qname(element, str(key)) == name:
+                    return AttributeNode(element, key, value)
+            raise KeyError(node)
+        k = int(rest[len("text()[") : -1])
+        return TextNode(element, k, text_children(element)[k - 1])
 
     def append(self, parent: etree._Element, node: str) -> None:
         """Append a copy of ``node`` to ``parent`` (an element, or its text)."""

@@ -88,8 +88,15 @@ class RolePlan:
             del parent[key]
 
 
-def role_steps(template: Template, role: int) -> tuple[PlanStep, ...]:
+def role_steps(
+    template: Template, role: int, first_probe: tuple[int, int] | None = None
+) -> tuple[PlanStep, ...]:
     """The join order for ``role`` (see the module docstring).
+
+    ``first_probe``: a value edge between the blocks that must be the first value
+    probe (the new document's end placed first, then the stored end found by its
+    value): the Spark job's join groups own a match by that edge's value, and a
+    group can only probe the values it holds (``xscl.engine.groups``).
 
     Greedy, most selective first: after the new document's top node, prefer
     (1) a node of a started block whose parent is placed and that has a value
@@ -135,6 +142,8 @@ def role_steps(template: Template, role: int) -> tuple[PlanStep, ...]:
             place(filtering[0], "down", template.parents[filtering[0]])
             continue
         probes = [m for m in free if template.blocks[m] not in started and joined_to_placed(m)]
+        if first_probe is not None and len(started) == 1:  # only the owner edge probes first
+            probes = [m for m in probes if m in first_probe and set(first_probe) & set(placed)]
         if probes:
             meta = probes[0]
             place(meta, "value", min(joined_to_placed(meta)))

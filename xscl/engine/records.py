@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -197,3 +198,39 @@ def _first_step(
         return "0"
     fixed = {name: nodes[m] for name, m in key.fixed}
     return output.first_step_node(key.index, docs[key.index], fixed, tree)
+
+
+#: document tuples whose shared record parts are remembered before the memo is reset
+_DOCS_INFO_CAPACITY = 4096
+
+
+class RecordBuilder:
+    """Builds the records of matches: the per-document caches of one matching process.
+
+    ``plan_for`` gives a row's ``RecordPlan`` (``Subscriptions.record_plan``); the
+    parsed trees of recently matched documents and the shared parts of their tuples
+    are kept here. ``forget_tuples`` drops the tuples' memo, which holds parsed trees
+    (the in-process engine calls it once per document).
+    """
+
+    def __init__(
+        self, plan_for: Callable[[QueryRow], RecordPlan], trees: DocumentTrees | None = None
+    ) -> None:
+        self.plan_for = plan_for
+        self.trees = trees if trees is not None else DocumentTrees()
+        #: per document tuple of recent matches; DocState hashes by identity
+        self._docs_infos: dict[tuple[DocState, ...], DocsInfo] = {}
+
+    def record(self, match: tuple[QueryRow, tuple[DocState, ...], tuple[str, ...]]) -> ResultRecord:
+        """The result record (id, values, output XML) of one match."""
+        row, docs, nodes = match
+        info = self._docs_infos.get(docs)
+        if info is None:
+            if len(self._docs_infos) >= _DOCS_INFO_CAPACITY:
+                self._docs_infos.clear()
+            info = docs_info(docs, self.trees)
+            self._docs_infos[docs] = info
+        return build_record(self.plan_for(row), docs, info, nodes, self.trees)
+
+    def forget_tuples(self) -> None:
+        self._docs_infos.clear()

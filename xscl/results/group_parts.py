@@ -1,10 +1,10 @@
 """A join group's results, written by the group's own task: only small rows go on.
 
-A join group builds its result records (``groups``); a ``SELECT *`` record carries its
+A join group builds its result records (``xscl.engine.groups``); a ``SELECT *`` record carries its
 documents' XML (~17 KB a result in the heavy 10k benchmark, 1.8 GB per run). Sent as
 output rows, every byte crossed pandas -> Arrow -> the JVM -> a shuffle -> Arrow ->
 the sink's Python. Instead the group writes its records to a staged result part
-(``result_parts``) as they are made, and yields:
+(``parts``) as they are made, and yields:
 
 * one ``part`` row: the staged file and its row count (``line``, JSON) and the
   records' largest end time (``end``); the sink passes it to the driver's commit,
@@ -21,91 +21,121 @@ Exactly once: a staged part is committed only through the batch's marker (as the
 sink's parts are). A group call that fails removes its files; one whose task is
 retried later leaves orphans that no marker names, removed by the batch's commit
 (``sink``: no task runs between micro-batches, so every entries file is read by
-then) or at the job's next start (``results_sink.clear_staging``). A replayed batch
+then) or at the job's next start (``commit.clear_staging``). A replayed batch
 stages new files.
 
-Where it runs: executors, once per join group and batch (inside ``JoinGroups``);
-``GroupParts`` is pickled with ``JoinGroups`` and holds strings and integers only;
-each Python worker keeps one ``EntryRenderer`` (its caches serve every group call).
+Where it runs: executors, once per join group and batch, and once per source task
+for the stateless queries' results; ``GroupParts`` is pickled with the job's functions
+and holds strings and integers only; each Python worker keeps one ``EntryRenderer``
+(its caches serve every call; ``spark_plugin.worker_context``).
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
-from xscl.results.atom import DEFAULT_CACHE_BYTES, EntryRenderer
+from xscl.results.atom import EntryRenderer
 from xscl.results.commit import STAGING
-from xscl.results.parts import staged_part
+from xscl.results.parts import PARTS, ResultPart
 
 #: One output row of the join groups (``groups.OUTPUT_DDL``).
 OutputRow = tuple[str, str, str, int, bytes]
 
 
-@functools.cache
-def worker_renderer() -> EntryRenderer:
-    """This Python worker's renderer of the groups' feed entries (made on first use)."""
-    return EntryRenderer(DEFAULT_CACHE_BYTES // 4)
-
-
 @dataclass(frozen=True)
 class GroupParts:
-    """Where and how the join groups write their results (built on the driver)."""
+    """Where and how the job's tasks write their results (built on the driver)."""
 
     #: the results folder the job's sink commits into (an epoch's folder under a lease)
     path: str
     part_format: str
     feed_entries: int
 
-    def rows(self, records: Iterable[ResultRecord], partition: int = 0) -> Iterator[OutputRow]:
-        """Stage ``records`` (each result id once) and yield the rows for the sink;
-        ``partition``: the task's (the staged part's order in its batch).
+    def writer(self, partition: int, renderer: EntryRenderer) -> PartWriter:
+        """A writer of one task's records (``partition``: the task's, the staged part's
+        order in its batch; ``renderer``: the worker's)."""
+        return PartWriter(self, partition, renderer)
+
+    def rows(
+        self, records: Iterable[ResultRecord], partition: int, renderer: EntryRenderer
+    ) -> list[OutputRow]:
+        """Stage ``records`` (each result id once); the rows for the sink.
 
         >>> import tempfile
         >>> from xscl.engine.output import ResultRecord
         >>> out = GroupParts(tempfile.mkdtemp(), "jsonl", feed_entries=1)
         >>> recs = [ResultRecord("q", f"r{n}", (("S", f"d{n}", n),), (), (), n, n, "<a/>")
         ...         for n in (1, 2)]
-        >>> [(kind, rid, end) for kind, _q, rid, end, _line in out.rows(recs)]
+        >>> rows = out.rows(recs, 0, EntryRenderer(2**20))
+        >>> [(kind, rid, end) for kind, _q, rid, end, _line in rows]
         [('entry-at', 'r2', 2), ('part', '', 2)]
         """
-        encoder = JsonLineEncoder()
-        newest: dict[str, list[tuple[int, str, ResultRecord]]] = {}
-        seen: set[str] = set()
-        max_end = 0
-        staging = Path(self.path) / STAGING
-        with staged_part(self.part_format, staging, partition) as part:
+        writer = self.writer(partition, renderer)
+        try:
             for record in records:
-                if record.result_id in seen:
-                    continue
-                seen.add(record.result_id)
-                part.add(encoder.encode(record))
-                end = record.end_micros
-                max_end = max(max_end, end)
-                kept = newest.setdefault(record.query, [])
-                keep_newest(kept, (end, record.result_id, record), self.feed_entries)
-            staged = part.close()
-        if staged.staged is None:
+                writer.add(record)
+        except BaseException:
+            writer.discard()
+            raise
+        return writer.finish()
+
+
+class PartWriter:
+    """One task's staged part and its queries' newest records (``GroupParts.writer``).
+
+    ``add`` each record as it is made; ``finish`` makes the part durable, renders the
+    kept records' entries and returns the rows for the sink (none when nothing was
+    added); ``discard`` drops the part of a failed task.
+    """
+
+    def __init__(self, parts: GroupParts, partition: int, renderer: EntryRenderer) -> None:
+        self.parts = parts
+        self.renderer = renderer
+        self.staging = Path(parts.path) / STAGING
+        self._part: ResultPart = PARTS[parts.part_format](self.staging, partition)
+        self._encoder = JsonLineEncoder()
+        self._newest: dict[str, list[tuple[int, str, ResultRecord]]] = {}
+        self._seen: set[str] = set()
+        self._max_end = 0
+
+    def add(self, record: ResultRecord) -> None:
+        if record.result_id in self._seen:
             return
-        yield from stage_entries(staging, newest)
+        self._seen.add(record.result_id)
+        self._part.add(self._encoder.encode(record))
+        end = record.end_micros
+        self._max_end = max(self._max_end, end)
+        kept = self._newest.setdefault(record.query, [])
+        keep_newest(kept, (end, record.result_id, record), self.parts.feed_entries)
+
+    def finish(self) -> list[OutputRow]:
+        staged = self._part.close()
+        if staged.staged is None:
+            return []
+        rows = stage_entries(self.staging, self._newest, self.renderer)
         body = {"file": staged.staged, "rows": staged.rows}
-        yield ("part", "", "", max_end, json.dumps(body).encode())
+        rows.append(("part", "", "", self._max_end, json.dumps(body).encode()))
+        return rows
+
+    def discard(self) -> None:
+        self._part.discard()
 
 
 def stage_entries(
-    staging: Path, newest: dict[str, list[tuple[int, str, ResultRecord]]]
+    staging: Path,
+    newest: dict[str, list[tuple[int, str, ResultRecord]]],
+    renderer: EntryRenderer,
 ) -> list[OutputRow]:
     """Render each kept record's Atom entry into a new staged entries file; an
     ``entry-at`` row per entry (the file is complete before any row leaves)."""
-    renderer = worker_renderer()
     path = staging / f"{uuid.uuid4().hex}.entries"
     rows: list[OutputRow] = []
     at = 0

@@ -115,11 +115,13 @@ class ParquetPart:
             self._staged.path.unlink(missing_ok=True)
 
 
-#: The part class of each results format (``job_args.RESULTS_FORMATS``).
+#: The part class of each results format.
 PARTS: dict[str, type[JsonLinesPart] | type[ParquetPart]] = {
     "jsonl": JsonLinesPart,
     "parquet": ParquetPart,
 }
+#: Formats of the committed result part files (``--results-format``).
+RESULTS_FORMATS = tuple(PARTS)
 
 
 @contextlib.contextmanager

@@ -143,7 +143,7 @@ class SubscriptionLog:
                 f"already subscribed: {', '.join(taken)} (unsubscribe first, or label the "
                 "queries with new ids: 'ID: query;')",
             )
-        from xscl.engine.local import check_publish_cycles
+        from xscl.engine.subscriptions import check_publish_cycles
 
         try:
             # only a publishing query can be on a cycle: the others are not normalised

@@ -2,7 +2,7 @@
 
 PySpark's daemon runs ``gc.collect()`` after every task of a reused Python worker
 (``pyspark/daemon.py``). A worker of this job holds the registered subscriptions
-(``queries.queries_at``: ASTs, R_T rows and tries, Stage 1 plans, millions of
+(``live_queries.LiveQueries``: ASTs, R_T rows and tries, Stage 1 plans, millions of
 objects at 10k subscriptions), so each of those full collections walked all of them:
 at 10k subscriptions it was about a sixth of the job's CPU (docs/benchmarks.md,
 "The worker's collections"). ``settled`` moves what is alive once a registration is

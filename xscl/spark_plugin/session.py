@@ -98,7 +98,7 @@ class XsclHome:
     @property
     def state(self) -> Path:
         """``state/NAME``: each job's own files beside its checkpoint (the values found
-        hot, ``job/route_task.py``); the join state is Spark's, under ``checkpoints``."""
+        hot, ``engine/routing.py``); the join state is Spark's, under ``checkpoints``."""
         return self.root / "state"
 
     @property

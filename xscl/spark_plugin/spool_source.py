@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -69,6 +69,9 @@ from pyspark.sql.types import (
 )
 
 from xscl.errors import DataSourceOptionError, SpoolReadError
+
+if TYPE_CHECKING:
+    from xscl.connectors.document import Document
 
 FORMAT_NAME = "xscl-spool"
 #: Schema of the rows this source produces.
@@ -198,16 +201,30 @@ def registry_version(registry: str, offset: int, applied: str | None = None) -> 
     return version
 
 
-def read_range(path: str, start: int, end: int, version: int = 0) -> Iterator[Any]:
-    """Arrow record batches of the records ``[start, end)`` (runs on executors).
+def read_records(path: str, start: int, end: int) -> Iterator[tuple[int, Document]]:
+    """(offset, document) of the records ``[start, end)`` (runs on executors).
 
     Raises ``SpoolReadError`` if the spool no longer holds every record of the range
     (a range is only ever planned below the committed end, so this means the spool
     was deleted or truncated by hand: failing loudly beats silently losing data).
     """
-    import pyarrow as pa
-
     from xscl.connectors.spool import SpoolReader
+
+    reader = SpoolReader(path)
+    expected = start
+    for offset, doc in reader.iter_range(start, end):
+        if offset != expected:
+            raise SpoolReadError(f"spool {path}: offset {expected} missing (got {offset})")
+        expected += 1
+        yield offset, doc
+    if expected != end:
+        raise SpoolReadError(f"spool {path}: records {expected}..{end - 1} are missing")
+
+
+def read_range(path: str, start: int, end: int, version: int = 0) -> Iterator[Any]:
+    """Arrow record batches of the records ``[start, end)`` (runs on executors;
+    ``read_records``' errors)."""
+    import pyarrow as pa
 
     arrow_schema = pa.schema(
         [
@@ -220,13 +237,8 @@ def read_range(path: str, start: int, end: int, version: int = 0) -> Iterator[An
             pa.field("version", pa.int32(), nullable=False),
         ]
     )
-    reader = SpoolReader(path)
-    expected = start
     columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
-    for offset, doc in reader.iter_range(start, end):
-        if offset != expected:
-            raise SpoolReadError(f"spool {path}: offset {expected} missing (got {offset})")
-        expected += 1
+    for offset, doc in read_records(path, start, end):
         row = (offset, doc.stream, doc.docid, doc.ts_micros, doc.xml, doc.newest_before, version)
         for column, value in zip(columns, row, strict=True):
             column.append(value)
@@ -234,8 +246,6 @@ def read_range(path: str, start: int, end: int, version: int = 0) -> Iterator[An
             yield _to_batch(columns, arrow_schema)
             for column in columns:
                 column.clear()
-    if expected != end:
-        raise SpoolReadError(f"spool {path}: records {expected}..{end - 1} are missing")
     if columns[0]:
         yield _to_batch(columns, arrow_schema)
 

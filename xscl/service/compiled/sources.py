@@ -8,7 +8,7 @@ assignments in the same order, so the engines built from either are equal, var
 ids included (tested): workers that answered differently still agree on the ids
 Stage 1 rows carry.
 
-Where it runs: executors (``queries_at``), once per subscribe event and worker.
+Where it runs: executors (``live_queries.LiveQueries``), once per subscribe event and worker.
 """
 
 from __future__ import annotations

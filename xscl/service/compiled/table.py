@@ -36,7 +36,7 @@ kinds           R_T row: operator kinds
 
 Where it runs: ``compiled_batch`` in the compile job's executor tasks (or in one
 process, ``spark_job.compile_in_process``); ``read_event`` in every Python worker, once per
-subscribe event (``job.queries.queries_at``). Nothing here is pickled.
+subscribe event (``live_queries.LiveQueries``). Nothing here is pickled.
 """
 
 from __future__ import annotations

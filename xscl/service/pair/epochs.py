@@ -7,7 +7,7 @@ epoch writes later can reach a reader or the new primary::
     HOME/results/NAME/e<E>/              markers, result parts, dead letters, feeds
     HOME/results/NAME/_epochs/<E>.json   the chain readers follow (``results_sink``)
     HOME/results/NAME/feeds              a symbolic link to the newest epoch's feeds
-    HOME/state/NAME/e<E>/hot-values/     values found hot (``route_task``)
+    HOME/state/NAME/e<E>/hot-values/     values found hot (``spark_plugin.job.hot_values``)
     HOME/registry/NAME/applied/e<E>/     where each subscription event took effect
 
 **Fork.** A new primary at epoch E takes the newest opened epoch P and reads the last

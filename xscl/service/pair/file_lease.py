@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xscl.cli.job_args import DEFAULT_LEASE_SECONDS
 from xscl.connectors.durable import create_exclusively, write_atomically
 from xscl.errors import LeaseLostError, LeaseStoreError
-from xscl.service.pair.lease import Identity, LeaseRecord, lost_message
+from xscl.service.pair.lease import DEFAULT_LEASE_SECONDS, Identity, LeaseRecord, lost_message
 
 CLAIMS = "claims"
 LEASE_FILE = "lease.json"

@@ -22,9 +22,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from xscl.cli.job_args import DEFAULT_LEASE_SECONDS
 from xscl.errors import LeaseLostError, LeaseStoreError
-from xscl.service.pair.lease import Identity, LeaseRecord, lost_message
+from xscl.service.pair.lease import DEFAULT_LEASE_SECONDS, Identity, LeaseRecord, lost_message
 
 PID = "xscl.io/pid"
 HOST = "xscl.io/host"

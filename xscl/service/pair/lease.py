@@ -33,6 +33,12 @@ from typing import Any, Protocol
 
 from xscl.errors import LeaseStoreError
 
+#: Where the lease of a process pair is kept (``--lease``).
+LEASE_KINDS = ("file", "kubernetes")
+#: Default seconds a lease lasts unrenewed, and between renewals.
+DEFAULT_LEASE_SECONDS = 3.0
+DEFAULT_RENEW_SECONDS = 1.0
+
 
 @dataclass(frozen=True)
 class LeaseRecord:

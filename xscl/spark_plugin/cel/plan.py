@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xscl.spark_plugin.cel.groups import STATE_DDL, CelGroups
-from xscl.spark_plugin.job.groups import OUTPUT_DDL
+from xscl.spark_plugin.job.join_groups import OUTPUT_DDL
 from xscl.spark_plugin.job.plan import triggered
 
 #: Buckets per keyed class by default (each group costs a Python call per batch).

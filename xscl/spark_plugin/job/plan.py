@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xscl.cli.job_args import (
-    DEFAULT_FEED_ENTRIES,
-    DEFAULT_HOT_SALTS,
-    DEFAULT_HOT_THRESHOLD,
-)
+from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
+from xscl.engine.routing import DEFAULT_HOT_SALTS, RouteShape
+from xscl.results.atom import DEFAULT_MAX_ENTRIES
 from xscl.results.group_parts import GroupParts
-from xscl.spark_plugin.job.groups import OUTPUT_DDL, STATE_DDL, JoinGroups
+from xscl.spark_plugin.job.join_groups import OUTPUT_DDL, STATE_DDL, JoinGroups
+from xscl.spark_plugin.job.placement import group_keys
+from xscl.spark_plugin.job.routed_source import RouteTask
 from xscl.spark_plugin.job.shape import JobShape, settle
 
 #: State store partitions per executor core by default (Spark's shuffle partitions for
@@ -54,7 +54,7 @@ class JobPlan:
     name: str
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
-    feed_entries: int = DEFAULT_FEED_ENTRIES
+    feed_entries: int = DEFAULT_MAX_ENTRIES
     #: None: ``PARTITIONS_PER_CORE`` per executor core, at the job's first start
     state_partitions: int | None = None
     #: None: ``GROUPS_PER_PARTITION`` per state partition, at the job's first start
@@ -98,20 +98,24 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     # in its checkpoint); the session's own setting is restored afterwards
     previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(shape.state_partitions))
+    parts = GroupParts(plan.output, plan.results_format, plan.feed_entries)
+    spread = plan.hot_folder is not None and shape.salts > 1
+    route = RouteTask(
+        plan.registry,
+        RouteShape(
+            group_keys(shape.buckets, shape.state_partitions), shape.salts, plan.allowed_lateness
+        ),
+        parts,
+        plan.applied,
+        plan.hot_folder if spread else None,
+    )
     reader = (
         spark.readStream.format("xscl-routed")
         .option("path", plan.spool)
         .option("registry", plan.registry)
-        .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
-        .option("buckets", str(shape.buckets))
-        .option("partitions", str(shape.state_partitions))
-        .option("salts", str(shape.salts))
-        .option("hotValues", plan.hot_folder or "")
         .option("applied", plan.applied or "")
-        .option(
-            "allowedLatenessMicros",
-            "" if plan.allowed_lateness is None else str(plan.allowed_lateness),
-        )
+        .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
+        .option("route", route.to_json())
     )
     if plan.max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(plan.max_records_per_batch))
@@ -121,8 +125,8 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             plan.registry,
             plan.spool,
             plan.allowed_lateness,
-            GroupParts(plan.output, plan.results_format, plan.feed_entries),
-            plan.hot_threshold if plan.hot_folder is not None and shape.salts > 1 else None,
+            parts,
+            plan.hot_threshold if spread else None,
             plan.applied,
         ),
         OUTPUT_DDL,

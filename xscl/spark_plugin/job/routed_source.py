@@ -1,41 +1,106 @@
 """``xscl-routed``: the spool read, evaluated and routed in the same task (the job's source).
 
-The job's plan starts here instead of ``xscl-spool`` + ``mapInArrow(RouteTask)``:
-the micro-batch planning is the spool source's (exact offsets, the registry version
-per batch), and each task's ``read`` evaluates its records with ``RouteTask`` and
-returns the routed rows (``route_task.ROUTED_DDL``) straight away. Measured reason:
-with two Python operators per task, a task used two Python workers (the source's and
-``mapInArrow``'s), each of which built the subscriptions of the batch's version, and
-every document's XML crossed from Python to the JVM and back before Stage 1.
+The micro-batch planning is the spool source's (exact offsets, the registry version
+per batch); each task's ``read`` routes its records with ``engine.routing.Router``
+(Stage 1 once per document, dead letters, the stateless queries' results, the rows
+for the join groups) and returns the routed rows (``ROUTED_DDL``) straight away, a
+record batch of rows per ``spool_source.ARROW_BATCH_ROWS`` records read:
+
+* ``group``: the state key (``engine.groups.routed``: a value bucket's key, the chain
+  group, or ``PASS_GROUP``), ``seq``, ``newest``, ``version``, ``doc`` (the encoded
+  document), ``homes``, ``probes``: a document for a join group;
+* ``line``: a row for the sink that needs no state, on ``PASS_GROUP``: a dead letter,
+  or the part and feed entries of the stateless queries' results, which the task
+  writes itself as it makes them (``results.group_parts``), as the join groups do.
+  It is one output row of the job (``join_groups.OUTPUT_DDL``), ``marshal``-ed.
+
+Measured reasons for one source that does it all: with Stage 1 in a second Python
+operator, a task used two Python workers, each building the subscriptions, and every
+document's XML crossed from Python to the JVM and back before Stage 1.
 
 Options (strings, as Spark passes them): the spool source's (``path``, ``registry``,
-``partitionsPerBatch``, ``maxRecordsPerBatch``, ``applied``, ...) plus ``buckets``, ``partitions``
-(state partitions), ``salts``, ``hotValues`` (a folder, or empty) and
-``allowedLatenessMicros`` (empty: none).
+``partitionsPerBatch``, ``maxRecordsPerBatch``, ``applied``, ...) plus ``route`` (the
+``RouteTask`` as JSON, built on the driver by ``job.plan``).
 
 Where it runs: planning on the driver (as ``spool_source``); ``read`` on executors,
-once per partition and attempt, with a pickled reader holding strings and integers.
+once per partition and attempt, with a pickled reader holding plain values only.
 """
 
 from __future__ import annotations
 
+import json
+import marshal
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from xscl.spark_plugin.job.route_task import ROUTED_DDL, RouteTask, hot_values
+from xscl.engine.groups.routed import PASS_GROUP
+from xscl.engine.records import RecordBuilder
+from xscl.engine.routing import Routed, Router, RouteShape
+from xscl.results.group_parts import GroupParts, OutputRow, PartWriter
+from xscl.spark_plugin.job import hot_values
+from xscl.spark_plugin.results_sink import task_partition
 from xscl.spark_plugin.spool_source import (
     SpoolDataSource,
     SpoolOptions,
     SpoolRange,
     SpoolStreamReader,
-    read_range,
+    read_records,
 )
+from xscl.spark_plugin.worker_context import WorkerContext, worker
 
 FORMAT_NAME = "xscl-routed"
+#: Spark DDL of the routed rows.
+ROUTED_DDL = (
+    "group INT, seq BIGINT, newest BIGINT, version INT, doc BINARY, "
+    "homes ARRAY<STRING>, probes ARRAY<STRING>, line BINARY"
+)
+ROUTED_SCHEMA = pa.schema(
+    [
+        ("group", pa.int32()),
+        ("seq", pa.int64()),
+        ("newest", pa.int64()),
+        ("version", pa.int32()),
+        ("doc", pa.binary()),
+        ("homes", pa.list_(pa.string())),
+        ("probes", pa.list_(pa.string())),
+        ("line", pa.binary()),
+    ]
+)
+#: Records routed per Arrow batch a task returns.
+ROWS_PER_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class RouteTask:
+    """Everything a source task needs besides its range (built on the driver)."""
+
+    registry: str
+    shape: RouteShape
+    parts: GroupParts
+    #: where the job records the offsets subscription events took effect at
+    applied: str | None = None
+    #: the job's hot-values folder (None: hot values are not spread)
+    hot_folder: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RouteTask:
+        raw = json.loads(text)
+        shape = raw["shape"]
+        return cls(
+            raw["registry"],
+            RouteShape(tuple(shape["group_keys"]), shape["salts"], shape["allowed_lateness"]),
+            GroupParts(**raw["parts"]),
+            raw["applied"],
+            raw["hot_folder"],
+        )
 
 
 class RoutedDataSource(SpoolDataSource):
@@ -51,18 +116,8 @@ class RoutedDataSource(SpoolDataSource):
 
     def streamReader(self, schema: StructType) -> RoutedStreamReader:
         """The micro-batch reader (driver, once per query start; pickled to executors)."""
-        options = self.options
-        lateness = options.get("allowedLatenessMicros") or None
-        task = RouteTask(
-            str(options.get("registry", "")),
-            int(options.get("buckets", 1)),
-            None if lateness is None else int(lateness),
-            options.get("hotValues") or None,
-            int(options.get("salts", 1)),
-            int(options.get("partitions", 1)),
-            options.get("applied") or None,
-        )
-        return RoutedStreamReader(SpoolOptions.parse(options), task)
+        task = RouteTask.from_json(str(self.options["route"]))
+        return RoutedStreamReader(SpoolOptions.parse(self.options), task)
 
 
 class RoutedStreamReader(SpoolStreamReader):
@@ -75,17 +130,78 @@ class RoutedStreamReader(SpoolStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Routed rows of one range (executor, once per partition and attempt)."""
         assert isinstance(partition, SpoolRange)
-        task = self.task
+        rows = TaskRows(self.task, worker(), partition.version)
+        try:
+            for offset, doc in read_records(self.options.path, partition.start, partition.end):
+                rows.route(offset, doc.stream, doc.docid, doc.ts_micros, doc.xml, doc.newest_before)
+                if rows.count >= ROWS_PER_BATCH:
+                    yield rows.batch()
+            rows.finish()
+        except BaseException:
+            rows.discard()
+            raise
+        yield rows.batch()
+
+
+class TaskRows:
+    """One source task's routed rows, collected as columns (executor, once per task)."""
+
+    def __init__(self, task: RouteTask, context: WorkerContext, version: int) -> None:
+        self.version = version
+        task_set = context.queries.at(task.registry, version, task.applied)
         hot = (
-            hot_values(task.hot_folder)
-            if task.hot_folder is not None and task.salts > 1
+            hot_values.read(task.hot_folder)
+            if task.hot_folder is not None and task.shape.salts > 1
             else frozenset()
         )
-        batches = read_range(self.options.path, partition.start, partition.end, partition.version)
-        for batch in batches:
-            # ``route`` takes ts as UTC microseconds (the source's column is a timestamp)
-            columns = [
-                column.cast(pa.int64()) if name == "ts" else column
-                for name, column in zip(batch.schema.names, batch.columns, strict=True)
-            ]
-            yield task.route(pa.RecordBatch.from_arrays(columns, names=batch.schema.names), hot)
+        records = RecordBuilder(task_set.subscriptions.record_plan, context.trees(task.registry))
+        self.router = Router(task.shape, task_set.subscriptions, task_set.routing(), records, hot)
+        self.parts = task.parts
+        self.context = context
+        self.writer: PartWriter | None = None
+        self.columns: list[list[Any]] = [[] for _ in ROUTED_SCHEMA]
+        self.count = 0
+
+    def route(
+        self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None
+    ) -> None:
+        routed = self.router.route(offset, stream, docid, ts, xml, newest_before)
+        self.count += 1
+        if routed.dead is not None:
+            self._pass(routed, ("dead", "", "", 0, routed.dead))
+        if routed.records:
+            if self.writer is None:
+                self.writer = self.parts.writer(task_partition(), self.context.renderer)
+            for record in routed.records:
+                self.writer.add(record)
+        for row in routed.rows:
+            values = (row.group, routed.seq, routed.newest, self.version, row.data,
+                      list(row.homes), list(row.probes), None)  # fmt: skip
+            for column, value in zip(self.columns, values, strict=True):
+                column.append(value)
+
+    def _pass(self, routed: Routed | None, out: OutputRow) -> None:
+        """A row for the sink through ``PASS_GROUP`` (see the module docstring)."""
+        seq, newest = (0, 0) if routed is None else (routed.seq, routed.newest)
+        line = marshal.dumps(out)
+        values: tuple[Any, ...] = (PASS_GROUP, seq, newest, self.version, None, [], [], line)
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(value)
+
+    def finish(self) -> None:
+        """The stateless results' part and feed entries, as rows for the sink."""
+        if self.writer is not None:
+            for out in self.writer.finish():
+                self._pass(None, out)
+            self.writer = None
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.discard()
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows collected since the last batch."""
+        arrays = [pa.array(c, f.type) for c, f in zip(self.columns, ROUTED_SCHEMA, strict=True)]
+        self.columns = [[] for _ in ROUTED_SCHEMA]
+        self.count = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)

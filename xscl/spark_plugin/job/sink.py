@@ -51,13 +51,19 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from xscl.cli.job_args import DEFAULT_FEED_ENTRIES, RESULTS_FORMATS
-from xscl.connectors.durable import fsync_dir, write_atomically, write_synced
+from xscl.connectors.durable import fsync_dir, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.results.atom import AtomFeedWriter, FeedEntry, SubscribedTexts, result_entry_id
+from xscl.results.atom import (
+    DEFAULT_MAX_ENTRIES,
+    AtomFeedWriter,
+    FeedEntry,
+    SubscribedTexts,
+    result_entry_id,
+)
 from xscl.results.commit import COMMITS, STAGING, StagedPart, clear_staging, commit_batch, discard
 from xscl.results.group_parts import entry_reference, keep_newest
-from xscl.results.parts import ResultPart, staged_part
+from xscl.results.parts import RESULTS_FORMATS, ResultPart, staged_part
+from xscl.spark_plugin.job import hot_values
 from xscl.spark_plugin.results_sink import task_partition
 
 FORMAT_NAME = "xscl-job-output"
@@ -101,7 +107,7 @@ class JobOutputDataSource(DataSource):
                 f"xscl-job-output option 'format' is {part_format!r}; use one of "
                 + ", ".join(RESULTS_FORMATS)
             )
-        entries = int(self.options.get("feedEntries", DEFAULT_FEED_ENTRIES))
+        entries = int(self.options.get("feedEntries", DEFAULT_MAX_ENTRIES))
         return JobOutputWriter(
             str(path),
             part_format,
@@ -229,21 +235,10 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         clear_staging(self.path)
 
     def _record_hot(self, name: str, outputs: list[TaskOutput]) -> None:
-        """Add the values reported hot to the job's hot set (driver, once per batch).
-
-        Written before the batch's marker and never removed: a value once hot stays hot
-        (``route_task``). A replayed batch may find more or fewer: either is correct.
-        """
-        if self.hot_folder is None:
-            return
-        from xscl.spark_plugin.job.route_task import hot_values
-
-        new = sorted({v for o in outputs for v in o.hot} - hot_values(self.hot_folder))
-        if new:
-            folder = Path(self.hot_folder)
-            folder.mkdir(parents=True, exist_ok=True)
-            data = json.dumps(new, ensure_ascii=False).encode("utf-8")
-            write_atomically(folder / f"{name}.json", data)
+        """Add the values reported hot to the job's hot set (driver, once per batch;
+        before the batch's marker)."""
+        if self.hot_folder is not None:
+            hot_values.record(self.hot_folder, name, (v for o in outputs for v in o.hot))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Drop what the failed attempt staged (driver)."""

@@ -109,9 +109,9 @@ class StandbyWarmer:
         registry, applied = self.plan.registry, str(self.applied)
 
         def touch(batches: Iterator[Any]) -> Iterator[Any]:
-            from xscl.service.live_queries import queries_at
+            from xscl.spark_plugin.worker_context import worker
 
-            queries_at(registry, version, applied)
+            worker().queries.at(registry, version, applied)
             yield from batches
 
         frame = self.spark.range(cores, numPartitions=cores)

@@ -1,0 +1,95 @@
+"""The chain group: the chain-placed queries, with every document of their streams.
+
+Chain-placed queries (``placements.CHAIN``: three or more blocks, joins without a value
+condition, PUBLISH and the queries reading published streams) run here, in one group
+that stores every document of the streams they read, with real string values and
+XML (``codec``). Per batch the stored documents (those the eviction horizon keeps)
+form a ``JoinState``; each new document, in sequence order, is matched with the chain
+plans, its results are recorded, and a PUBLISHing query's results are fed back as
+documents of the published stream (docid = result id, ts = the result's end, numbered
+after their cause: ``routed.SEQ_STRIDE``), evaluated by the same Stage 1, matched and
+stored in turn, as ``xscl run`` does (docs/language.md).
+
+Its cost grows with its state and it is one partition: docs/architecture.md ("The
+chain group") says why, and what would spread it.
+
+Where it runs: in the Spark job's stateful step, once per micro-batch
+(``xscl.spark_plugin.job.join_groups``); in process in the tests.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+from xscl.engine.groups.codec import decode, encode_state
+from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
+from xscl.engine.groups.stored import StoredDoc, StoredDocs
+from xscl.engine.join_state import JoinState
+from xscl.engine.output import ResultRecord
+from xscl.engine.placements import CHAIN
+from xscl.engine.state import DocState
+from xscl.xpath import Stage1Error
+
+
+class ChainGroup:
+    """See the module docstring."""
+
+    def __init__(self, snapshot: bytes | None, context: GroupContext) -> None:
+        self.stored = StoredDocs.load(snapshot)
+        self.context = context
+
+    def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
+        context = self.context
+        subs = context.subscriptions
+        records = context.records
+        stored = self.stored
+        plans = list(subs.plans(CHAIN))
+        bounds = horizons(context.allowed_lateness, subs.reach(CHAIN), docs)
+        if bounds is not None:
+            stored.evict(bounds[0])
+        state = JoinState()
+        for entry in stored.docs:
+            state.store(decode(entry.data))
+        emitted: set[str] = set()
+        for doc in sorted(docs, key=lambda d: d.seq):
+            queue: deque[DocState] = deque([decode(doc.data)])
+            number = doc.seq
+            while queue:
+                current = queue.popleft()
+                found = [m for m in state.matches(plans, current) if subs.sees(m)]
+                records.forget_tuples()  # they hold parsed trees
+                for match in found:
+                    record = records.record(match)
+                    if record.result_id in emitted:
+                        continue
+                    emitted.add(record.result_id)
+                    yield record
+                    target = subs.publish.get(record.query)
+                    if target is not None:
+                        number += 1
+                        published = self._published(target, record, number)
+                        if published is not None:
+                            queue.append(published)
+                state.store(current)
+                data = doc.data if current.seq == doc.seq else encode_state(current)
+                stored.add(StoredDoc(current.seq, current.ts, (), data))
+        if bounds is not None:
+            stored.evict(bounds[1])
+
+    def _published(self, stream: str, record: ResultRecord, seq: int) -> DocState | None:
+        """A PUBLISHed result as a document of ``stream`` (None: Stage 1 refuses it)."""
+        stage1 = self.context.subscriptions.stage1
+        try:
+            rows = stage1.evaluate_rows(stream, record.result_id, record.end_micros, record.xml)
+        except Stage1Error:
+            return None  # a result's XML is the engine's own: this cannot happen
+        return DocState.from_rows(
+            stream, record.result_id, record.end_micros, record.xml, seq, rows
+        )
+
+    def snapshot(self) -> bytes | None:
+        return self.stored.snapshot()
+
+    def hot_values(self) -> list[str]:
+        return []

@@ -1,0 +1,35 @@
+"""Documents' XML read back from the spool by sequence number: the job's document store.
+
+The value groups store a document's witness rows as digests, not its XML (that would
+repeat it in every group the document is routed to: 360 MiB of state for 5,607 feed
+items, rewritten every batch). Only a matched document's XML is needed, to check its
+values and build its result's output (``exact``); the spool already holds it,
+immutable and replayable, on storage every executor reads. A document numbered
+``seq`` is spool record ``routed.spool_offset(seq)``.
+
+Where it runs: executors (value groups), once per matched document; one reader per
+worker and spool (the worker's context keeps it), so its segment index is walked once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xscl.connectors.spool import SpoolReader
+from xscl.engine.groups.routed import spool_offset
+from xscl.errors import SpoolReadError
+
+
+class SpoolDocuments:
+    """A ``DocumentStore`` over a spool folder."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.reader = SpoolReader(path)
+
+    def xml(self, seq: int) -> str:
+        offset = spool_offset(seq)
+        for found, doc in self.reader.iter_range(offset, offset + 1):
+            if found == offset:
+                return doc.xml
+        raise SpoolReadError(f"spool {self.path}: record {offset} is missing")

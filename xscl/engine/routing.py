@@ -1,0 +1,236 @@
+"""Stage 1 once per document, and where the document goes next (the Spark job's source tasks).
+
+Per spool record, in its partition's offset order (``Router.route``):
+
+1. Stage 1 (thesis 6.3) over every subscribed query's definitions, once: a document
+   it rejects (malformed, too large, too deep, entity) is a dead letter;
+2. lateness (docs/language.md): later than ``newest_before - allowed lateness`` is a
+   dead letter with code ``XSCL-R008``, decided from the record alone, so it does not
+   depend on the batching and nothing is dropped silently;
+3. the **stateless** queries (one block, ``placements.STATELESS``) are matched right
+   here: their results need no state and go straight to the results;
+4. routing: for the **value** groups the document is encoded once with its string
+   values as digests and without its XML (``groups.codec``: a group reads a matched
+   document back from the spool) and sent to the group of each value it holds at an
+   owner edge, stored there under those values (``homes``) and probing them
+   (``probes``); to the **chain** group, with real values and its XML, when a
+   chain-placed query reads its stream. A document with none of these goes nowhere.
+
+**Hot values**: a value the groups reported hot is spread over ``salts`` groups: a new
+document is stored under it in the group of one salt (chosen by its key) and probes
+the groups of all salts, salt 0 included, where the value's documents were stored
+before it turned hot. A value once hot stays hot (the set only grows), so every stored
+document stays reachable, and each pair is still found in exactly one group: the one
+storing its older document.
+
+Where it runs: in the Spark job's source tasks (``xscl.spark_plugin.job.routed_source``),
+once per record; ``RouteShape`` is built on the driver and pickled (plain values).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xscl.engine.groups.codec import digest_rows, encode
+from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
+from xscl.engine.matcher import match_document
+from xscl.engine.output import ResultRecord
+from xscl.engine.placements import CHAIN, STATELESS, VALUE, owner_edge
+from xscl.engine.records import RecordBuilder
+from xscl.engine.state import DocState
+from xscl.engine.subscriptions import Subscriptions
+from xscl.engine.view_cache import Slice
+from xscl.xpath import Stage1Error
+
+#: Default number of groups a hot value's documents are spread over.
+DEFAULT_HOT_SALTS = 8
+
+
+def value_bucket(value: str, buckets: int) -> int:
+    """The bucket of a string value (stable across processes and runs).
+
+    >>> value_bucket("Danny Ayers", 256) == value_bucket("Danny Ayers", 256)
+    True
+    """
+    return zlib.crc32(value.encode("utf-8")) % buckets
+
+
+def salted_bucket(value: str, salt: int, buckets: int) -> int:
+    """The bucket of ``value`` under ``salt`` (salt 0 is the value's own bucket).
+
+    >>> salted_bucket("News", 0, 256) == value_bucket("News", 256)
+    True
+    """
+    if salt == 0:
+        return value_bucket(value, buckets)
+    return zlib.crc32(f"{value}\x00{salt}".encode()) % buckets
+
+
+def salt_of(stream: str, docid: str, salts: int) -> int:
+    """The salt a document of a hot value is stored under (stable across runs)."""
+    return zlib.crc32(f"{stream}\x00{docid}".encode()) % salts
+
+
+def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> bytes:
+    """One dead-letter record as a JSON line (the dead letters' format)."""
+    record = {"offset": offset, "stream": stream, "docid": docid, "reason": reason, "code": code}
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class RouteShape:
+    """How documents are spread: fixed at the job's first start (built on the driver)."""
+
+    #: the state key of each value bucket (spread evenly over the state partitions)
+    group_keys: tuple[int, ...]
+    salts: int = 1
+    allowed_lateness: int | None = None
+
+    @property
+    def buckets(self) -> int:
+        return len(self.group_keys)
+
+
+@dataclass(frozen=True)
+class RoutingTable:
+    """What routing needs of the subscriptions (computed once per registry version)."""
+
+    #: var ids at an owner edge of a value-placed query: the values documents are
+    #: stored under and probe by
+    owner_vars: frozenset[int]
+    #: streams some chain-placed query reads: their documents go to the chain group
+    chain_streams: frozenset[str]
+    #: whether some query is stateless (matched where Stage 1 runs)
+    stateless: bool
+
+    @classmethod
+    def of(cls, subs: Subscriptions) -> RoutingTable:
+        owners: set[int] = set()
+        for row in subs.rows(VALUE):
+            edge = owner_edge(row.template)
+            assert edge is not None  # value-placed templates have one
+            owners.update((row.var_ids[edge[0]], row.var_ids[edge[1]]))
+        streams = frozenset(
+            block.stream
+            for qid, where in subs.placement.items()
+            if where == CHAIN
+            for block in subs.normal[qid].blocks
+        )
+        return cls(frozenset(owners), streams, any(True for _ in subs.plans(STATELESS)))
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One routed document for one group (the job's routed row, less its batch fields)."""
+
+    group: int
+    data: bytes
+    homes: tuple[str, ...] = ()
+    probes: tuple[str, ...] = ()
+
+
+@dataclass
+class Routed:
+    """Where one spool record goes (see the module docstring)."""
+
+    seq: int
+    newest: int
+    #: its dead-letter line when it went to the dead letters
+    dead: bytes | None = None
+    #: results of the stateless queries
+    records: list[ResultRecord] = field(default_factory=list)
+    rows: list[GroupRow] = field(default_factory=list)
+
+
+def _empty_slice(_value: str) -> Slice:
+    return {}
+
+
+def _no_docs() -> Iterable[DocState]:
+    return ()
+
+
+class Router:
+    """Routes records of one registry version (see the module docstring)."""
+
+    def __init__(
+        self,
+        shape: RouteShape,
+        subscriptions: Subscriptions,
+        table: RoutingTable,
+        records: RecordBuilder,
+        hot: frozenset[str] = frozenset(),
+    ) -> None:
+        self.shape = shape
+        self.subscriptions = subscriptions
+        self.table = table
+        self.records = records
+        self.hot = hot
+
+    def route(
+        self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None
+    ) -> Routed:
+        """Where spool record ``offset`` goes (``newest_before``: the spool's newest ts
+        before it, None for the first record)."""
+        subs = self.subscriptions
+        routed = Routed(
+            offset * SEQ_STRIDE + 1, ts if newest_before is None else max(ts, newest_before)
+        )
+        try:
+            rows = subs.stage1.evaluate_rows(stream, docid, ts, xml)
+        except Stage1Error as exc:
+            routed.dead = dead_line(offset, stream, docid, exc.message, exc.code)
+            return routed
+        lateness = self.shape.allowed_lateness
+        if lateness is not None and newest_before is not None and ts < newest_before - lateness:
+            routed.dead = dead_line(offset, stream, docid, "late", "XSCL-R008")
+            return routed
+        table = self.table
+        if table.stateless:
+            doc = DocState.from_rows(stream, docid, ts, xml, routed.seq, rows)
+            self.records.forget_tuples()
+            for plan in subs.plans(STATELESS):
+                for match in match_document(plan, doc, _empty_slice, _no_docs):
+                    if subs.sees(match):
+                        routed.records.append(self.records.record(match))
+        if stream in table.chain_streams:
+            routed.rows.append(
+                GroupRow(CHAIN_GROUP, encode(stream, docid, ts, xml, routed.seq, rows))
+            )
+        if not table.owner_vars:
+            return routed
+        digested = digest_rows(rows)  # the value groups join on digests (``codec``)
+        values = dict(digested.values)
+        homes: dict[int, list[str]] = {}
+        probes: dict[int, list[str]] = {}
+        routed_values: set[str] = set()
+        shape = self.shape
+        for var, node in digested.value_nodes:
+            value = values[node]
+            if var not in table.owner_vars or not value or value in routed_values:
+                continue
+            routed_values.add(value)
+            if value in self.hot:  # store under one salt, probe every salt
+                salt = salt_of(stream, docid, shape.salts)
+                homes.setdefault(salted_bucket(value, salt, shape.buckets), []).append(value)
+                for other in range(shape.salts):
+                    probes.setdefault(salted_bucket(value, other, shape.buckets), []).append(value)
+            else:
+                bucket = value_bucket(value, shape.buckets)
+                homes.setdefault(bucket, []).append(value)
+                probes.setdefault(bucket, []).append(value)
+        if probes:
+            data = encode(stream, docid, ts, "", routed.seq, digested)  # XML: from the spool
+            for bucket in sorted(probes):
+                routed.rows.append(
+                    GroupRow(
+                        shape.group_keys[bucket],
+                        data,
+                        tuple(homes.get(bucket, ())),
+                        tuple(dict.fromkeys(probes[bucket])),
+                    )
+                )
+        return routed

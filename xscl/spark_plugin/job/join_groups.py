@@ -1,0 +1,128 @@
+"""The join groups on Spark: ``applyInPandasWithState`` over the pure groups' logic.
+
+The routed rows (``routed_source``) are grouped by their ``group`` key; Spark hands a
+group's rows of one micro-batch and its state to ``JoinGroups`` on an executor, and
+keeps the updated state in its state store (RocksDB: checkpointed with the query,
+restored after a failure, partitioned over the cluster). This adapter only turns
+Spark's frames and state into the arguments of the group's logic
+(``xscl.engine.groups``: ``ValueGroup`` or ``ChainGroup`` by ``kind_of(key)``), writes
+the records it yields where they are made (``results.group_parts``: a staged part, and
+the Atom entries a feed may keep) and keeps the snapshot it leaves. Rows of
+``PASS_GROUP`` need no state and pass to the sink as they are.
+
+Output rows (``OUTPUT_DDL``): ``kind`` (``part`` | ``entry-at`` | ``dead`` | ``hot`` |
+``time``; the sink also takes ``result`` rows, which carry a record's JSON line, from
+the CEL job), ``query``, ``result_id``, ``end`` (microseconds), ``line``. A ``hot`` row
+carries a value the group found hot in ``line``; a ``time`` row (one per group and
+batch) the state partition in ``query`` and the microseconds the group took in
+``end``: the sink sums them per partition into the batch's marker, which is how
+``xscl serve`` reports the slowest and the mean task of the stateful stage.
+
+Where it runs: ``JoinGroups`` is built on the driver once per query start and pickled
+to executors (frozen, plain values only); ``__call__`` runs on an executor once per
+group and micro-batch (and replay), with the worker's context (``worker_context``).
+"""
+
+from __future__ import annotations
+
+import marshal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from xscl.engine.groups.chain_group import ChainGroup
+from xscl.engine.groups.routed import GroupContext, GroupLogic, RoutedDoc, kind_of
+from xscl.engine.groups.value_group import ValueGroup
+from xscl.engine.records import RecordBuilder
+from xscl.results.group_parts import GroupParts, OutputRow
+from xscl.spark_plugin.results_sink import task_partition
+from xscl.spark_plugin.worker_context import worker
+
+#: Spark DDL of the join groups' output.
+OUTPUT_DDL = "kind STRING, query STRING, result_id STRING, end BIGINT, line BINARY"
+#: Spark DDL of a group's state.
+STATE_DDL = "docs BINARY"
+_OUTPUT_COLUMNS = ("kind", "query", "result_id", "end", "line")
+#: Output rows per frame a group yields: PySpark turns frames into Arrow batches of
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (``session``), so a batch
+#: with hundreds of thousands of entry rows never sits whole in the worker's memory.
+OUTPUT_CHUNK = 1_000
+
+
+@dataclass(frozen=True)
+class JoinGroups:
+    """The ``applyInPandasWithState`` function (see the module docstring)."""
+
+    registry: str
+    #: where documents' XML is read back (``engine.groups.spool_documents``)
+    spool: str
+    allowed_lateness: int | None
+    parts: GroupParts
+    #: a value with more documents stored under it in one group is reported hot
+    hot_threshold: int | None = None
+    #: where the job records the offsets subscription events took effect at
+    applied: str | None = None
+
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        """One group's micro-batch (executor, once per group and batch)."""
+        started = time.perf_counter()
+        group = int(key[0])
+        frame = pd.concat(list(frames), ignore_index=True)
+        kind = kind_of(group)
+        if kind == "pass":
+            yield _frame([marshal.loads(line) for line in frame["line"].tolist()])
+            return
+        context = worker()
+        queries = context.queries.at(self.registry, int(frame["version"].max()), self.applied)
+        group_context = GroupContext(
+            queries.subscriptions,
+            context.documents(self.spool),
+            RecordBuilder(queries.subscriptions.record_plan, context.trees(self.registry)),
+            self.allowed_lateness,
+            self.hot_threshold,
+        )
+        snapshot = state.get[0] if state.exists else None
+        logic: GroupLogic = (
+            ChainGroup(snapshot, group_context)
+            if kind == "chain"
+            else ValueGroup(snapshot, group_context)
+        )
+        docs = [
+            RoutedDoc(seq, newest, tuple(homes), tuple(probes), data)
+            for seq, newest, homes, probes, data in zip(
+                frame["seq"].tolist(),
+                frame["newest"].tolist(),
+                frame["homes"].tolist(),
+                frame["probes"].tolist(),
+                frame["doc"].tolist(),
+                strict=True,
+            )
+        ]
+        out: list[OutputRow] = []
+        partition = task_partition()
+        for row in self.parts.rows(logic.process(docs), partition, context.renderer):
+            out.append(row)
+            if len(out) >= OUTPUT_CHUNK:
+                yield _frame(out)
+                out = []
+        out.extend(("hot", "", "", 0, v.encode()) for v in logic.hot_values())
+        kept = logic.snapshot()
+        if kept is not None:
+            state.update((kept,))
+        elif state.exists:
+            state.remove()
+        spent = round((time.perf_counter() - started) * 1e6)
+        out.append(("time", str(partition), "", spent, b""))
+        yield _frame(out)
+
+
+def _frame(rows: list[OutputRow]) -> pd.DataFrame:
+    """Output rows as the pandas frame Spark expects (``OUTPUT_DDL``; no missing values:
+    dead-letter and hot rows carry empty strings and 0)."""
+    columns = [list(c) for c in zip(*rows, strict=True)] or [[] for _ in _OUTPUT_COLUMNS]
+    return pd.DataFrame(dict(zip(_OUTPUT_COLUMNS, columns, strict=True)))

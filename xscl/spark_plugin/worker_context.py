@@ -1,0 +1,67 @@
+"""What a Python worker keeps between Spark tasks, in one object.
+
+Spark reuses a Python worker for many tasks of the job (``spark.python.worker.reuse``),
+so what is expensive to build is built once per worker and kept here, never in module
+globals of the modules that use it:
+
+* ``queries``: the subscriptions at each registry version (``service.live_queries``):
+  built from the compiled table or the texts, then extended event by event;
+* ``documents``: one spool reader per spool (its segment index walked once);
+* ``trees``: per job (its registry), the parsed documents recently matched (results'
+  output and the real string values of matched documents, ``engine.groups.exact``),
+  by (stream, docid), which the spool makes unique within a job;
+* ``renderer``: the Atom entries of the groups' newest results (caches shared by
+  every group call);
+* ``feed_writers``: one Atom feed writer per feeds folder, so a feed it wrote is not
+  read back.
+
+Where it runs: executors (and the driver in local mode), once per Python worker
+(``worker()`` builds it on first use). Nothing here is pickled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xscl.engine.groups.spool_documents import SpoolDocuments
+from xscl.engine.output import DocumentTrees
+from xscl.results.atom import DEFAULT_CACHE_BYTES, AtomFeedWriter, EntryRenderer
+from xscl.service.live_queries import LiveQueries
+
+
+@dataclass
+class WorkerContext:
+    """See the module docstring."""
+
+    queries: LiveQueries = field(default_factory=LiveQueries)
+    _trees: dict[str, DocumentTrees] = field(default_factory=dict)
+    renderer: EntryRenderer = field(
+        default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4)
+    )
+    feed_writers: dict[tuple[str, int], AtomFeedWriter] = field(default_factory=dict)
+    _documents: dict[str, SpoolDocuments] = field(default_factory=dict)
+
+    def trees(self, registry: str) -> DocumentTrees:
+        """The parsed documents of the job whose registry is ``registry``."""
+        found = self._trees.get(registry)
+        if found is None:
+            found = self._trees[registry] = DocumentTrees()
+        return found
+
+    def documents(self, spool: str) -> SpoolDocuments:
+        """The document store over ``spool`` (made on first use)."""
+        found = self._documents.get(spool)
+        if found is None:
+            found = self._documents[spool] = SpoolDocuments(spool)
+        return found
+
+
+_context: WorkerContext | None = None
+
+
+def worker() -> WorkerContext:
+    """This Python worker's context (made on first use)."""
+    global _context
+    if _context is None:
+        _context = WorkerContext()
+    return _context
