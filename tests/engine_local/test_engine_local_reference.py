@@ -110,3 +110,17 @@ def test_chain_with_publish_feeds_results_back() -> None:
     assert {json.loads(r)["query"] for r in expected} == {"P", "R", "C"}
     assert engine_results(text, docs) == expected
     assert engine_results(text, list(reversed(docs))) == expected
+
+
+def test_prefixed_names_after_a_minus_equal_reference() -> None:
+    """Issue 36 defect 1: a declared prefix right after XPath's ``-`` operator."""
+    text = """DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";
+    Q1: S/a:entry[sum(a:n)-a:m = 0];
+    Q2: S/a:entry[boolean(5-a:m = 2)];
+    Q3: S/a:entry[number(a:n) -a:m = 0];
+    """
+    xml = '<entry xmlns="http://www.w3.org/2005/Atom"><n>3</n><m>3</m></entry>'
+    docs = [Document("S", "d1", 0, xml)]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected
