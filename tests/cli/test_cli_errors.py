@@ -496,3 +496,35 @@ def test_serve_reports_bad_cel_queries_before_spark(
     err = capsys.readouterr().err
     assert code == 2 and not no_spark
     assert "CEL-V001" in err and "Traceback" not in err
+
+
+# -- a failure of the XPath library is a coded error of one query ----------------------
+
+_LIBRARY_FAILS = "Q1: S/d[true()];\nBAD: S/d[count(empty-sequence()) >= 0];\nQ3: S/d;\n"
+
+
+def test_check_turns_a_library_failure_into_v009_of_that_query(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 2: elementpath recurses without end on ``empty-sequence()``."""
+    assert main(["check", str(_queries(tmp_path, _LIBRARY_FAILS))]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    assert "BAD:2:7: XSCL-V009 invalid XPath function predicate" in err
+    assert "RecursionError" in err
+    assert out.strip() == "2 valid, 1 invalid (3 checked)"
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_run_turns_a_library_failure_into_v009(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"stream": "S", "docid": "d1", "ts": 0, "xml": "<d/>"}\n')
+    queries = _queries(tmp_path, _LIBRARY_FAILS)
+    out = tmp_path / "out.jsonl"
+    argv = ["run", "--engine", engine, "--queries", str(queries), "--input", str(docs)]
+    assert main([*argv, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "XSCL-V009" in err
+    assert not out.exists()
