@@ -124,3 +124,18 @@ def test_prefixed_names_after_a_minus_equal_reference() -> None:
     expected = reference_results(text, docs)
     assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
     assert engine_results(text, docs) == expected
+
+
+def test_xpath_comments_in_function_predicates_equal_reference() -> None:
+    """Issue 36 defect 3: XPath comments (with quotes and brackets) are whitespace."""
+    text = """DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";
+    Q1: S/a:entry[true() (: it's :)];
+    Q2: S/a:entry[exists(a:n) (: a ] b :)];
+    Q3: S/a:entry[true() (: it's (: a:x :) ' :) and a:m = 3];
+    Q4: S/a:entry[true() (: (: :) :) and a:m = 4];
+    """
+    xml = '<entry xmlns="http://www.w3.org/2005/Atom"><n>3</n><m>3</m></entry>'
+    docs = [Document("S", "d1", 0, xml)]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected

@@ -412,3 +412,13 @@ def test_function_text_renames_a_prefix_after_the_minus_operator() -> None:
     assert qualify_function_text("a-b:c", bound).endswith(" n0:c")
     assert function_namespaces(qualify_function_text("a-b:c", bound)) == {"n0": "urn:ab"}
     assert qualify_function_text("$a:v + 1", bound) == "$a:v + 1"  # a variable's name
+
+
+def test_function_text_keeps_nested_xpath_comments_whole() -> None:
+    """Issue 36 defect 3: a quote inside a nested comment opens no string."""
+    from xscl.lang.normal_form.qualify_namespaces import qualify_function_text
+
+    text = "true() (: it's (: a:x :) ' :) and exists(a:b) and 'y' = 'y'"
+    qualified = qualify_function_text(text, {"a": ATOM})
+    assert qualified.endswith(" true() (: it's (: a:x :) ' :) and exists(n0:b) and 'y' = 'y'")
+    elementpath.XPath2Parser(namespaces=function_namespaces(qualified)).parse(qualified)

@@ -40,18 +40,21 @@ from xscl.lang.normal_form.paths import (
     rebuild_step,
     replace_block_steps,
 )
-from xscl.lang.parser import XML_NAMESPACE  # the ``xml`` prefix is always bound (spec 2)
+from xscl.lang.parser import (  # the ``xml`` prefix is always bound (spec 2)
+    XML_NAMESPACE,
+    xpath_comment_end,
+)
 
 # Tokens of an XPath expression, scanned left to right: those that may not be
-# rewritten (string literals, comments, variable references) and whole names, so a
-# name is only ever matched from its first character: in ``a-b:c`` the prefix is
-# ``a-b`` (XPath's longest match), while after ``)``, a digit or a space a ``-`` is
-# the operator and ``sum(a:n)-a:m`` has the prefix ``a`` twice. A name is a prefix
-# when ':' and a name start character (or '*') follow, so the axis separator '::'
-# is not taken for one.
+# rewritten (string literals, comments, which nest, variable references) and whole
+# names, so a name is only ever matched from its first character: in ``a-b:c`` the
+# prefix is ``a-b`` (XPath's longest match), while after ``)``, a digit or a space a
+# ``-`` is the operator and ``sum(a:n)-a:m`` has the prefix ``a`` twice. A name is a
+# prefix when ':' and a name start character (or '*') follow, so the axis separator
+# '::' is not taken for one.
 _XPATH_TOKEN = re.compile(
     r"""(?P<string>"(?:[^"]|"")*"|'(?:[^']|'')*')"""
-    r"""|(?P<comment>\(:.*?:\))"""
+    r"""|(?P<comment>\(:)"""
     r"""|(?P<variable>\$[^\W\d][\w.\-]*(?::[^\W\d][\w.\-]*)?)"""
     r"""|(?P<name>[^\W\d][\w.\-]*)(?P<colon>:(?=[^\W\d]|\*))?""",
     re.DOTALL,
@@ -119,7 +122,18 @@ def qualify_function_text(expression: str, bound: Mapping[str, str]) -> str:
             canonical[uri] = f"n{len(canonical)}"
         return canonical[uri] + ":"
 
-    body = _XPATH_TOKEN.sub(substitute, expression)
+    pieces: list[str] = []
+    position = 0
+    while match := _XPATH_TOKEN.search(expression, position):
+        pieces.append(expression[position : match.start()])
+        if match.group("comment") is not None:  # comments nest: kept whole
+            end = xpath_comment_end(expression, match.start()) or len(expression)
+            pieces.append(expression[match.start() : end])
+            position = end
+            continue
+        pieces.append(substitute(match))
+        position = match.end()
+    body = "".join(pieces) + expression[position:]
     if not canonical:
         return expression
     header = "".join(
