@@ -139,3 +139,17 @@ def test_xpath_comments_in_function_predicates_equal_reference() -> None:
     expected = reference_results(text, docs)
     assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
     assert engine_results(text, docs) == expected
+
+
+def test_the_implicit_timezone_is_utc_in_both_engines() -> None:
+    """Issue 36 defect 7: elementpath has no implicit timezone unless told, so
+    ``current-dateTime()`` had none; both engines set UTC (docs/language.md)."""
+    text = """
+    Q1: S/d[exists(timezone-from-dateTime(current-dateTime()))];
+    Q2: S/d[timezone-from-dateTime(current-dateTime()) = xs:dayTimeDuration('PT0S')];
+    Q3: S/d[xs:dateTime(./t) = xs:dateTime('2020-01-01T00:00:00Z')];
+    """
+    docs = [Document("S", "d1", 0, "<d><t>2020-01-01T00:00:00</t></d>")]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected
