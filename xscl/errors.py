@@ -450,6 +450,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
         XsclSyntaxError, "invalid function predicate (unbalanced brackets or quotes)"
     ),
     "XSCL-P012": ErrorCode(XsclSyntaxError, "invalid namespace declaration"),
+    "XSCL-P013": ErrorCode(XsclSyntaxError, "the query file is not UTF-8 text"),
     # Validation: a query that parses but breaks a rule of the language.
     "XSCL-V001": ErrorCode(XsclValidationError, "unbound variable in a join predicate"),
     "XSCL-V002": ErrorCode(XsclValidationError, "unbound variable in SELECT"),
@@ -558,6 +559,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "CEL-P011": ErrorCode(
         XsclSyntaxError, "invalid decorator (only $1., $2. and $. before an attribute name)"
     ),
+    "CEL-P012": ErrorCode(XsclSyntaxError, "the query file is not UTF-8 text"),
     # CEL: a query that parses but breaks a rule of the language.
     "CEL-V001": ErrorCode(XsclValidationError, "unknown attribute"),
     "CEL-V002": ErrorCode(

@@ -528,3 +528,53 @@ def test_run_turns_a_library_failure_into_v009(
     err = capsys.readouterr().err
     assert "Traceback" not in err and "XSCL-V009" in err
     assert not out.exists()
+
+
+# -- a query file that is not UTF-8 ------------------------------------------------------
+
+_NOT_UTF8 = b"Q1: S//a;\nQ2: S//a[. = 'caf\xe9'];\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["check", "{q}"], "XSCL-P013"),
+        (["run", "--queries", "{q}", "--input", "{d}", "--output", "{o}"], "XSCL-P013"),
+        (["explain", "{q}"], "XSCL-P013"),
+        (["explain", "--sharing", "{q}"], "XSCL-P013"),
+        (["subscribe", "{q}", "--home", "{h}"], "XSCL-P013"),
+        (["cel", "check", "{q}"], "CEL-P012"),
+        (["cel", "explain", "{q}"], "CEL-P012"),
+        (["cel", "run", "--queries", "{q}", "--input", "{d}", "--output", "{o}"], "CEL-P012"),
+    ],
+    ids=lambda v: "-".join(a for a in v if a[0] not in "{-") if isinstance(v, list) else v,
+)
+def test_a_query_file_that_is_not_utf8_is_one_coded_error(
+    argv: list[str], code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 8: a traceback and exit 1 before; now the code, the line and
+    column of the first bad byte, and exit 2."""
+    queries = tmp_path / "q.txt"
+    queries.write_bytes(_NOT_UTF8)
+    docs = tmp_path / "d.jsonl"
+    docs.write_text("")
+    paths = {"q": queries, "d": docs, "o": tmp_path / "o.jsonl", "h": tmp_path / "home"}
+    assert main([a.format(**paths) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[0] == (
+        f"{queries}:2:18: {code} the file is not UTF-8 text: byte 0xE9 (invalid continuation "
+        "byte); save it as UTF-8 (expected: UTF-8 text)"
+    )
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_missing_query_file_is_named_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 13: ``cannot read nope.xscl: nope.xscl: ...`` repeated the path."""
+    missing = str(tmp_path / "nope.xscl")
+    for argv in (["explain", "--sharing", missing], ["check", missing]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert _one_line(err).endswith(f"cannot read {missing}: No such file or directory")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xscl.cli.common import load_queries, print_errors
+from xscl.cli.common import cannot_read, load_queries, print_errors
+from xscl.errors import XsclSyntaxError
 from xscl.lang.explain import explain
 from xscl.spark_plugin.job_args import DEFAULT_NAME
 
@@ -76,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         loaded = load_queries(args.file)
-    except OSError as exc:
-        print(f"xscl explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("explain", args.file, exc)
     print_errors(loaded.errors, source=args.file)
     print(explain(list(loaded.queries)))
     try:

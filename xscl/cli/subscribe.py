@@ -19,8 +19,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from xscl.cli.common import os_error_reason, unwritable_folder
+from xscl.cli.common import cannot_read, os_error_reason, unwritable_folder
+from xscl.errors import XsclSyntaxError
 from xscl.lang.ast import Query
+from xscl.lang.source import read_source
 from xscl.spark_plugin.job_args import DEFAULT_NAME
 
 _HOME_ADVICE = "pass a --home you can write to"
@@ -78,10 +80,9 @@ def run_subscribe(args: argparse.Namespace) -> int:
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"xscl subscribe: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
+        text = read_source(args.file)
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("subscribe", args.file, exc)
     try:
         event = log.subscribe(text, source=args.file)
     except SubscriptionError as exc:
