@@ -415,11 +415,14 @@ def test_serve_with_an_empty_spool_says_how_to_fill_it(
         f"`xscl poll --spool {spool} FEED...`"
     )
     assert no_spark == [spool]  # the job still starts: it waits for documents
-    assert main(["poll", "--quiet", "--spool", str(spool), str(EXAMPLES / "rss" / "feeds")]) == 0
+    for stream, feed in (("vendor", "vendor.rss"), ("news", "news.atom")):
+        feed_path = str(EXAMPLES / "rss" / "feeds" / feed)
+        poll = ["poll", "--quiet", "--form", "raw", "--stream", stream, "--spool", str(spool)]
+        assert main([*poll, feed_path]) == 0
     capsys.readouterr()
     # --queries again: the primary seeds the registry, after the lease (_start, stubbed)
     assert _serve(home, "--queries", str(RSS_QUERIES)) == 0
-    assert capsys.readouterr().err == ""  # documents wait: no hint
+    assert capsys.readouterr().err == ""  # documents wait, the queries can match them
 
 
 def test_serve_with_a_spool_that_is_a_file_exits_1_in_one_line(

@@ -40,7 +40,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "per-host rate limit; its state is kept in --state. Feed errors are reported "
             "and written to the dead-letter file, never fatal."
         ),
-        epilog="example: xscl poll --spool /tmp/spool --stream news feeds/ https://example.org/rss",
+        epilog=(
+            "examples:\n"
+            "  xscl poll --form raw --spool xscl-data/spool --stream news "
+            "examples/rss/feeds/news.atom\n"
+            "  xscl poll --spool xscl-data/spool --stream advisories https://vendor.example/feed.rss"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("feeds", nargs="+", metavar="FEEDS", help="feed files, directories or URLs")
     parser.add_argument(

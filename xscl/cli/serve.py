@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from xscl.errors import XsclError
 from xscl.spark_plugin.job_args import add_job_arguments
 
 
@@ -23,7 +25,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
         epilog=(
             "example:\n"
-            "  xscl poll --spool xscl-data/spool --stream news examples/rss/feeds/news.atom\n"
+            "  xscl poll --form raw --spool xscl-data/spool --stream vendor "
+            "examples/rss/feeds/vendor.rss\n"
+            "  xscl poll --form raw --spool xscl-data/spool --stream news "
+            "examples/rss/feeds/news.atom\n"
             "  xscl serve --queries examples/rss/queries.xscl --home xscl-data --once"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -32,7 +37,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+#: A --queries file up to this size is parsed once more before Spark starts, for the
+#: warnings of ``cli.unmatched`` (a larger one was subscribed with 'xscl subscribe',
+#: which warned, or is a benchmark's: its parse would delay the start).
+SURVEY_MAX_BYTES = 1 << 20
+
+
 def run(args: argparse.Namespace) -> int:
     from xscl.spark_plugin.submit import run as run_job
 
+    _warn_unmatched(args)
     return run_job(args)
+
+
+def _warn_unmatched(args: argparse.Namespace) -> None:
+    """Warn about queries of --queries that cannot match the spool (before Spark
+    starts); a file that cannot be read or parsed is left to the job to report."""
+    from xscl.cli.unmatched import warn_unmatched
+    from xscl.lang.parser import parse_file
+    from xscl.lang.source import read_source
+
+    if not args.queries:
+        return
+    try:
+        if Path(args.queries).stat().st_size > SURVEY_MAX_BYTES:
+            return
+        text = read_source(args.queries)
+    except (OSError, XsclError):
+        return
+    spool = Path(args.spool) if args.spool else Path(args.home) / "spool"
+    warn_unmatched("serve", parse_file(text, source=args.queries).queries, spool)

@@ -18,12 +18,16 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xscl.cli.common import cannot_read, os_error_reason, unwritable_folder
 from xscl.errors import XsclSyntaxError
 from xscl.lang.ast import Query
 from xscl.lang.source import read_source
 from xscl.spark_plugin.job_args import DEFAULT_NAME
+
+if TYPE_CHECKING:
+    from xscl.spark_plugin.subscriptions import SubscriptionLog
 
 _HOME_ADVICE = "pass a --home you can write to"
 
@@ -93,7 +97,18 @@ def run_subscribe(args: argparse.Namespace) -> int:
         _cannot_write("subscribe", args.home, log.folder, exc)
         return 1
     print(f"subscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
+    _warn_unmatched(log, event.ids, Path(args.home) / "spool")
     return 0
+
+
+def _warn_unmatched(log: SubscriptionLog, ids: Sequence[str], spool: Path) -> None:
+    """Warn about the new queries that cannot match the home's spool (``cli.unmatched``);
+    the streams every subscribed query PUBLISHes are known."""
+    from xscl.cli.unmatched import warn_unmatched
+
+    current = log.current()
+    published = {q.publish for q in current.values() if q.publish is not None}
+    warn_unmatched("subscribe", [current[i] for i in ids if i in current], spool, published)
 
 
 def run_unsubscribe(args: argparse.Namespace) -> int:
