@@ -96,3 +96,18 @@ def test_one_size_limit_and_one_code_in_every_engine(engine: str, tmp_path: Path
     expected = [(n, code) for n, (_line, code) in enumerate(SIZE_LINES, start=1) if code]
     assert [(d["line"], d["code"]) for d in dead] == expected
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 2  # eleven-mib, at-limit
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_a_line_that_is_not_utf8_is_named_so(engine: str, tmp_path: Path) -> None:
+    """Issue 36, defect 13: the local engine said "not valid JSON: Expecting value"."""
+    docs = tmp_path / "docs.jsonl"
+    good = _line("ok", "<a><b>1</b></a>").encode()
+    docs.write_bytes(good.replace(b"<b>1</b>", b"<b>caf\xe9</b>") + b"\n" + good + b"\n")
+    queries = list(parse_queries("Q: S//a;"))
+    run = local_run if engine == "local" else reference_run
+    run(queries, docs, tmp_path / "r.jsonl")
+    (dead,) = [json.loads(t) for t in (tmp_path / "r.deadletter.jsonl").read_text().splitlines()]
+    assert (dead["line"], dead["code"]) == (1, "XSCL-C001")
+    assert dead["stream"] is None and dead["docid"] is None  # not readable as written
+    assert dead["reason"].endswith("not UTF-8 text: byte 0xE9 at column 79")

@@ -137,7 +137,9 @@ def read_envelopes(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 stats.lines += 1
-                reject(number, None, None, f"line is not valid UTF-8: {exc}", "XSCL-C001")
+                column = len(raw[: exc.start].decode("utf-8")) + 1
+                reason = f"line is not UTF-8 text: byte 0x{raw[exc.start]:02X} at column {column}"
+                reject(number, None, None, reason, "XSCL-C001")
                 continue
         else:
             text = raw
