@@ -306,6 +306,10 @@ class UnsupportedLocationError(ConnectorIOError):
     default_code = "XSCL-C022"
 
 
+class FeedFileError(ConnectorIOError):
+    default_code = "XSCL-C023"
+
+
 class SpoolLockedError(ConnectorIOError):
     default_code = "XSCL-C030"
 
@@ -482,6 +486,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-C022": ErrorCode(
         UnsupportedLocationError,
         "unsupported feed location (only files, directories, http and https)",
+    ),
+    "XSCL-C023": ErrorCode(
+        FeedFileError, "feed file cannot be read (missing, unreadable or not a file)"
     ),
     "XSCL-C030": ErrorCode(SpoolLockedError, "spool is locked by another writer"),
     "XSCL-C031": ErrorCode(SpoolCorruptError, "spool segment is corrupt (not a torn tail)"),

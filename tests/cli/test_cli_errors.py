@@ -306,6 +306,25 @@ def test_poll_exits_0_when_some_feeds_were_read_and_says_how_many_failed(
     )
 
 
+def test_poll_names_a_missing_file_and_an_unsupported_scheme_by_their_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: a missing file was C022 'unsupported location', and ftp://
+    was taken for a path; a file: URL is a path."""
+    spool = tmp_path / "spool"
+    gone, ftp = str(tmp_path / "gone.rss"), "ftp://example.org/x.rss"
+    news = (FEEDS / "news.atom").resolve().as_uri()
+    assert main(["poll", "--quiet", "--json", "--spool", str(spool), gone, ftp, news]) == 0
+    assert json.loads(capsys.readouterr().out)["feeds_ok"] == 1
+    letters = [json.loads(t) for t in (spool / "deadletter.jsonl").read_text().splitlines()]
+    assert [(d["source"], d["code"]) for d in letters] == [
+        (gone, "XSCL-C023"),
+        (ftp, "XSCL-C022"),
+    ]
+    assert letters[0]["reason"] == f"cannot read {gone}: No such file or directory"
+    assert letters[1]["reason"].startswith("cannot poll ftp://example.org/x.rss: only files")
+
+
 def test_poll_exits_1_when_no_feed_is_found(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
