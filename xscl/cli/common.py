@@ -38,17 +38,23 @@ def load_queries(path: str | Path, *, streams: Sequence[str] | None = None) -> L
 
 
 def cannot_read(
-    command: str, path: str, exc: OSError | XsclSyntaxError, *, as_json: bool = False
+    command: str,
+    path: str,
+    exc: OSError | XsclSyntaxError,
+    *,
+    as_json: bool = False,
+    option: str = "",
 ) -> int:
     """Say why the query file ``path`` cannot be read (the path once); the exit code, 2.
 
     A file that is not UTF-8 is its coded error, with the line and column of its first
-    bad byte; a file that cannot be opened is ``cannot read PATH: REASON``.
+    bad byte; a file that cannot be opened is ``cannot read [OPTION ]PATH: REASON``.
     """
     if isinstance(exc, XsclSyntaxError):
         print_errors([exc], source=path, as_json=as_json)
     else:
-        print(f"xscl {command}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        named = f"{option} {path}" if option else path
+        print(f"xscl {command}: cannot read {named}: {exc.strerror or exc}", file=sys.stderr)
     return 2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from xscl.errors import XsclError
+from xscl.errors import XsclSyntaxError
 from xscl.spark_plugin.job_args import add_job_arguments
 
 
@@ -44,26 +44,26 @@ SURVEY_MAX_BYTES = 1 << 20
 
 
 def run(args: argparse.Namespace) -> int:
+    from xscl.cli.common import cannot_read
+    from xscl.lang.source import read_source
     from xscl.spark_plugin.submit import run as run_job
 
-    _warn_unmatched(args)
+    if args.queries:
+        try:
+            text = read_source(args.queries)
+        except (OSError, XsclSyntaxError) as exc:
+            return cannot_read("serve", args.queries, exc, option="--queries")
+        _warn_unmatched(args, text)
     return run_job(args)
 
 
-def _warn_unmatched(args: argparse.Namespace) -> None:
-    """Warn about queries of --queries that cannot match the spool (before Spark
-    starts); a file that cannot be read or parsed is left to the job to report."""
+def _warn_unmatched(args: argparse.Namespace, text: str) -> None:
+    """Warn about the queries of ``text`` (--queries) that cannot match the spool,
+    before Spark starts (``cli.unmatched``); a large file is not parsed twice."""
     from xscl.cli.unmatched import warn_unmatched
     from xscl.lang.parser import parse_file
-    from xscl.lang.source import read_source
 
-    if not args.queries:
-        return
-    try:
-        if Path(args.queries).stat().st_size > SURVEY_MAX_BYTES:
-            return
-        text = read_source(args.queries)
-    except (OSError, XsclError):
+    if len(text) > SURVEY_MAX_BYTES:
         return
     spool = Path(args.spool) if args.spool else Path(args.home) / "spool"
     warn_unmatched("serve", parse_file(text, source=args.queries).queries, spool)
