@@ -602,3 +602,21 @@ def test_a_missing_query_file_is_named_once(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert _one_line(err).endswith(f"cannot read {missing}: No such file or directory")
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "unknown"),
+    [(["check", "--frobnicate", "q.xscl"], "usage: xscl check ", "--frobnicate"),
+     (["cel", "check", "--frob", "q.cel"], "usage: xscl cel check ", "--frob"),
+     (["--frob"], "usage: xscl [-h]", "--frob")],
+)  # fmt: skip
+def test_an_unknown_option_shows_the_commands_own_usage(
+    argv: list[str], usage: str, unknown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: ``xscl check --frobnicate`` printed the top-level usage."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)
+    assert err.rstrip().endswith(f"error: unrecognized arguments: {unknown}")
