@@ -620,3 +620,14 @@ def test_an_unknown_option_shows_the_commands_own_usage(
     err = capsys.readouterr().err
     assert err.startswith(usage)
     assert err.rstrip().endswith(f"error: unrecognized arguments: {unknown}")
+
+
+def test_check_lists_errors_in_the_order_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: syntax errors came first, then validation errors."""
+    text = "Q1: S//a->x JOIN {x=y, 1h} T//b;\nQ2: S//c[;\nQ3: S//d->z JOIN {z=w, 1h} T//b;\n"
+    assert main(["check", str(_queries(tmp_path, text))]) == 2
+    codes = [ln.split(": ")[1].split()[0] for ln in capsys.readouterr().err.splitlines()
+             if "XSCL-" in ln]  # fmt: skip
+    assert codes == ["XSCL-V001", "XSCL-P004", "XSCL-V001"]

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from xscl.cli.common import (
+    by_position,
     cannot_read,
     os_error_reason,
     parse_duration,
@@ -119,7 +120,7 @@ def _load(path: str) -> tuple[Program, list[XsclError]]:
     text = read_source(path, code="CEL-P012")
     parsed = parse_file(text, source=path)
     program, errors = validate(parsed, text=text, source=path)
-    return program, [*parsed.errors, *errors]
+    return program, list(by_position([*parsed.errors, *errors]))
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -34,7 +34,19 @@ def load_queries(path: str | Path, *, streams: Sequence[str] | None = None) -> L
     text = read_source(path)
     parsed = parse_file(text, source=str(path))
     good, invalid = validate_all(list(parsed.queries), streams=streams, text=text)
-    return LoadedQueries(tuple(good), tuple(parsed.errors) + tuple(invalid))
+    return LoadedQueries(tuple(good), by_position([*parsed.errors, *invalid]))
+
+
+def by_position(errors: Sequence[XsclError]) -> tuple[XsclError, ...]:
+    """``errors`` in the order of the file: by line and column (syntax and validation
+    errors mixed), errors with no position last, ties in their given order."""
+
+    def position(error: XsclError) -> tuple[float, float]:
+        far = float("inf")
+        line, column = error.line, error.column
+        return (far if line is None else line, far if column is None else column)
+
+    return tuple(sorted(errors, key=position))
 
 
 def cannot_read(
