@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +59,9 @@ def deadletter_path_for(output_path: Path) -> Path:
 def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write text lines (newline-terminated, UTF-8) to ``path`` via a temp file and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_name = str(path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp"))
+    # created 0666 less the umask, as a file the user makes (mkstemp would give 0600)
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             for line in lines:
