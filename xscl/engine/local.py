@@ -298,8 +298,8 @@ class LocalEngine:
         """One input document and every published document it causes.
 
         ``witness``: the document's Stage 1 output when it was computed elsewhere
-        (the Spark job's executors, with ``Stage1.from_spec`` of this engine's
-        ``stage1``), or the error that rejected it; None evaluates it here.
+        (the Spark job's route tasks), or the error that rejected it; None evaluates
+        it here.
         """
         results: list[ResultRecord] = []
         queue: deque[tuple[str, str, int, str, bool]] = deque([(stream, docid, ts, xml, False)])
