@@ -78,8 +78,9 @@ def test_every_code_has_a_fixture_and_a_line_in_the_doc() -> None:
         _HEADER.fullmatch(_fixture(p)[0].splitlines()[0]).group(1)  # type: ignore[union-attr]
         for p in FIXTURES.glob("*.cel")
     }
-    documented = set(re.findall(r"^\| (CEL-[PV]\d{3}) \|", DOC.read_text(encoding="utf-8"), re.M))
-    assert fixtured == set(CEL_ERROR_CODES) == documented
+    documented = set(re.findall(r"^\| (CEL-[A-Z]\d{3}) \|", DOC.read_text(encoding="utf-8"), re.M))
+    query_codes = {code for code in CEL_ERROR_CODES if code[4] in "PV"}  # a query's
+    assert fixtured == query_codes and documented == set(CEL_ERROR_CODES)
     assert all(meaning and "\n" not in meaning for meaning in CEL_ERROR_CODES.values())
 
 

@@ -270,7 +270,8 @@ def read_numbered_envelopes(
         try:
             yield number, parse_envelope(text, source=source, line=number)
         except ConnectorError as exc:
-            yield number, DeadLetter.from_error(exc, **_known_fields(text))
+            known = _known_fields(text)
+            yield number, DeadLetter.from_error(exc, stream=known["stream"], docid=known["docid"])
 
 
 def read_envelope_file(path: str | Path) -> Iterator[Document | DeadLetter]:
