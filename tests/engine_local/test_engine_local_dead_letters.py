@@ -54,6 +54,9 @@ def test_each_fault_gets_the_same_line_and_public_code(engine: str, tmp_path: Pa
     expected = [(n, code) for n, (_line, code) in enumerate(LINES, start=1) if code]
     assert [(d["line"], d["code"]) for d in dead] == expected
     assert all(d["code"] in ERROR_CODES and d["reason"] for d in dead)
+    # one record (issue 36, deliverable 3): the same fields, in order, naming the file
+    assert {tuple(d) for d in dead} == {("source", "line", "stream", "docid", "reason", "code")}
+    assert {d["source"] for d in dead} == {str(docs)}
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 2  # ok with ok2, both ways
 
 

@@ -68,7 +68,7 @@ def run_batch(
         before = len(engine.stats.rejections)
         results.extend(engine.process_one(item.stream, item.docid, item.ts_micros, item.xml))
         for rejected in engine.stats.rejections[before:]:
-            source, reason, code = str(input_path), rejected.reason, rejected.code
+            source, reason, code = str(Path(input_path)), rejected.reason, rejected.code
             letter = DeadLetter(source, line, rejected.stream, rejected.docid, reason, code)
             dead.append(letter.to_json())
     results.sort(key=lambda r: (r.query, r.result_id))

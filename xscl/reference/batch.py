@@ -123,7 +123,7 @@ def run_batch(
         )
     eval_stats = EvalStats()
     results = evaluate(queries, documents, stats=eval_stats)
-    source = str(input_path)
+    source = str(Path(input_path))
     write_lines_atomically(dead_path, (replace(d, source=source).to_json() for d in dead_letters))
     write_lines_atomically(output, (record.to_json_line() for record in results))
     per_query: dict[str, int] = {query.qid: 0 for query in queries}
