@@ -55,7 +55,10 @@ _RSS_NS = {
     "http://my.netscape.com/rdf/simple/0.9/",
     "http://backend.userland.com/rss2",
     "http://backend.userland.com/rss",
+    _RSS11_NS := "http://purl.org/net/rss1.1#",
 }
+#: RSS 1.1's root, which feedparser does not know: its version is said here.
+_RSS11_CHANNEL = f"{{{_RSS11_NS}}}Channel"
 _RDF_ABOUT = "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}about"
 
 
@@ -133,8 +136,11 @@ def _parse_root(source: bytes | str, *, recover: bool) -> etree._Element | None:
         return None
 
 
-def extract_raw_items(data: bytes, encoding: str | None) -> tuple[list[etree._Element], bool]:
-    """Item elements of the original bytes, and whether those bytes are well-formed."""
+def extract_raw_items(
+    data: bytes, encoding: str | None
+) -> tuple[list[etree._Element], bool, str]:
+    """Item elements of the original bytes, whether those bytes are well-formed, and
+    the root element's tag (Clark notation; empty when nothing parsed)."""
     root = _parse_root(data, recover=False)
     well_formed = root is not None
     if root is None:
@@ -152,7 +158,8 @@ def extract_raw_items(data: bytes, encoding: str | None) -> tuple[list[etree._El
             again = find_item_elements(redone)
             if len(again) > len(items):
                 items = again
-    return items, well_formed
+    tag = root.tag if root is not None and isinstance(root.tag, str) else ""
+    return items, well_formed, tag
 
 
 def _first_text(element: etree._Element, names: tuple[str, ...]) -> str | None:
@@ -250,7 +257,9 @@ def parse_feed(
     if result.bozo:
         result.bozo_reason = repr(parsed.get("bozo_exception"))
     entries = list(parsed.entries)
-    raws, result.well_formed = extract_raw_items(data, parsed.get("encoding"))
+    raws, result.well_formed, root_tag = extract_raw_items(data, parsed.get("encoding"))
+    if not result.version and root_tag == _RSS11_CHANNEL:
+        result.version = "rss11"
     result.entries, result.raw_items = len(entries), len(raws)
     pairs, leftover = _pair(entries, raws)
     work: list[tuple[Any, etree._Element | None]] = [
