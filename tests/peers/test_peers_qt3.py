@@ -8,6 +8,7 @@ engines). Any other difference fails, and so does a listed case that no longer d
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,12 @@ def test_the_known_differences_name_cases_of_the_suite() -> None:
     for known in ("qt3.txt", "qt3-engines.txt"):
         assert set(read_known(known)) <= names, known
     assert set(SLOW) <= names
+
+
+def test_the_language_doc_names_known_differences_only() -> None:
+    """docs/language.md's "What differs from XPath 2.0" names QT3 cases of the list."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text("utf-8")
+    section = doc.split("**What differs from XPath 2.0.**", 1)[1].split("\n## ", 1)[0]
+    known = read_known("qt3.txt")
+    named = {n for n in re.findall(r"`([A-Za-z][\w-]*-\d+[a-z]?|Literals\d+)`", section)}
+    assert named and named <= set(known), sorted(named - set(known))
