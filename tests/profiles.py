@@ -1,4 +1,4 @@
-"""Hypothesis budgets of the suite: the ``ci`` profile (the default) and ``deep``.
+"""Test budgets of the suite: the ``ci`` profile (the default) and ``deep``.
 
 ``ci`` is what every run uses unless told otherwise: each property test runs the
 examples it asks for with ``examples(n)``, sized so the whole suite stays within
@@ -7,11 +7,16 @@ were checked against. ``deep`` multiplies every
 such budget by ``DEEP_FACTOR``, for a local run before a risky change::
 
     pytest --hypothesis-profile=deep tests/engine_local tests/xpath
+
+The peer suites (``tests/peers``) sample their cases with a fixed seed under ``ci`` and
+run every case under ``deep`` (``sample``).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
+from typing import TypeVar
 
 from hypothesis import HealthCheck, settings
 
@@ -43,3 +48,20 @@ def examples(ci: int, *, suppress: Sequence[HealthCheck] = ()) -> settings:
         max_examples=max(1, ci * current.max_examples // CI_EXAMPLES),
         suppress_health_check=[*current.suppress_health_check, *suppress],
     )
+
+
+_T = TypeVar("_T")
+
+
+def deep() -> bool:
+    """Whether the ``deep`` profile (or another larger than ``ci``) is loaded."""
+    return settings.default.max_examples > CI_EXAMPLES
+
+
+def sample(items: Sequence[_T], ci: int, *, seed: int = 2009) -> list[_T]:
+    """``ci`` of ``items`` drawn with a fixed seed (in their order) under ``ci``; all of
+    them under ``deep``."""
+    if deep() or len(items) <= ci:
+        return list(items)
+    chosen = sorted(random.Random(seed).sample(range(len(items)), ci))
+    return [items[i] for i in chosen]

@@ -26,7 +26,7 @@ from xscl.errors import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = re.compile(r"XSCL-[A-Z]\d{3}")
+CODE = re.compile(r"\b(?:XSCL|CEL)-[A-Z]\d{3}\b")
 BUILTINS = (SyntaxError, ValueError, OSError, RuntimeError)
 
 
@@ -47,7 +47,7 @@ def _table_keys() -> list[str]:
 def test_codes_are_unique_well_formed_and_never_reused() -> None:
     keys = _table_keys()
     assert len(keys) == len(set(keys)) == len(ERROR_CODES)
-    assert all(re.fullmatch(r"XSCL-[PVCXRS]\d{3}|CEL-[PV]\d{3}", code) for code in keys)
+    assert all(re.fullmatch(r"XSCL-[PVCXRS]\d{3}|CEL-[PVES]\d{3}", code) for code in keys)
     assert not set(keys) & set(RETIRED_CODES)
 
 
@@ -102,3 +102,58 @@ def test_docs_list_every_code_from_the_table() -> None:
         "docs/errors.md is out of date: regenerate its tables with "
         "python -c 'from xscl.errors import codes_markdown; print(codes_markdown(), end=\"\")'"
     )
+
+
+#: Exceptions defined outside ``xscl/errors.py`` that are not errors of the table: each
+#: is raised and caught inside one step and never leaves it.
+INTERNAL_EXCEPTIONS = {
+    "xscl/lang/cel/lexer.py:Failure": "a CEL syntax failure, raised as its CEL-P0xx error",
+}
+
+
+def _exception_classes() -> list[tuple[str, str, list[str]]]:
+    """(module path, class name, base names) of every class deriving from an exception."""
+    found = []
+    for path in sorted((ROOT / "xscl").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b) for b in node.bases]
+                if any(b.endswith(("Error", "Exception")) for b in bases):
+                    found.append((path.relative_to(ROOT).as_posix(), node.name, bases))
+    return found
+
+
+def test_there_is_one_error_world() -> None:
+    """No module keeps codes or exception classes of its own (issue 36, deliverable 3):
+    every public exception is an ``XsclError`` of the table, and only ``errors.py``
+    holds a table of codes."""
+    rivals = []
+    for module, name, bases in _exception_classes():
+        if module == "xscl/errors.py" or name.startswith("_"):
+            continue
+        if f"{module}:{name}" not in INTERNAL_EXCEPTIONS:
+            rivals.append(f"{module}:{name}({', '.join(bases)})")
+    assert not rivals
+    for path in (ROOT / "xscl").rglob("*.py"):
+        if path.name == "errors.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tables = [
+            t.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name) and t.id.endswith("CODES")
+        ]
+        assert not tables, f"{path}: {tables}"
+
+
+def test_every_dead_letter_carries_a_code_of_the_table() -> None:
+    from xscl.connectors.dead_letters import DeadLetter
+
+    for code in ERROR_CODES:
+        error = XsclError.from_code(code, source="in", line=2)
+        assert DeadLetter.from_error(error).code == code
+    with pytest.raises(ValueError, match="ERROR_CODES"):
+        DeadLetter(None, 1, None, None, "late", "late")

@@ -5,7 +5,8 @@ Modelled on elementpath's ``exceptions`` module:
 * ``XsclError`` is the root; each error carries a stable ``code`` (``XSCL-`` and a
   family letter: ``P`` syntax, ``V`` validation, ``C`` connectors and document
   envelopes, ``X`` documents and definitions Stage 1 refuses, ``R`` documents
-  rejected for when they came, ``S`` the Spark job), a ``message``, and where it
+  rejected for when they came, ``S`` the Spark job; ``CEL-`` and ``P``, ``V``, ``E``
+  input events, ``S`` subscriptions, for the event language), a ``message``, and where it
   was found when that is known: ``source`` (a file or URL), ``qid``, ``line`` and
   ``column`` (1-based), an ``excerpt`` with a caret, what was ``expected``;
 * every class also subclasses the builtin a caller would catch (``SyntaxError``,
@@ -240,6 +241,26 @@ class PublishCycleError(XsclValidationError):
     default_code = "XSCL-V005"
 
 
+class _CarriesErrors(XsclError):
+    """An error whose reason is other errors (``errors``: a query file's, each coded)."""
+
+    def __init__(
+        self, message: str | None = None, *, errors: Sequence[XsclError] = (), **fields: Any
+    ) -> None:
+        super().__init__(message, **fields)
+        self.errors = tuple(errors)
+
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "errors": self.errors}
+
+
+class InvalidQueriesError(_CarriesErrors, XsclValidationError):
+    """A query text given whole (``xscl.reference.run_batch``) holds invalid queries;
+    ``errors`` has every syntax and validation error, nothing was evaluated."""
+
+    default_code = "XSCL-V011"
+
+
 # -- connectors and document envelopes (xscl.connectors) ------------------------------
 
 
@@ -304,6 +325,10 @@ class FetchTimeoutError(FetchError):
 
 class UnsupportedLocationError(ConnectorIOError):
     default_code = "XSCL-C022"
+
+
+class FeedFileError(ConnectorIOError):
+    default_code = "XSCL-C023"
 
 
 class SpoolLockedError(ConnectorIOError):
@@ -402,21 +427,21 @@ class NoSubscriptionsError(XsclError, ValueError):
     one whose queries were all unsubscribed (``XSCL-S016``)."""
 
 
-class SubscriptionError(XsclError, ValueError):
-    """A subscribe/unsubscribe that cannot be applied (``XSCL-S010``-``S014``).
+class SubscriptionError(_CarriesErrors, ValueError):
+    """A subscribe/unsubscribe that cannot be applied: the job's registry
+    (``XSCL-S010``-``S014``) or the CEL event engine (``CEL-S001``-``S004``).
 
     ``errors`` holds the query file's parse and validation errors when they are
     the reason.
     """
 
-    def __init__(
-        self, message: str | None = None, *, errors: Sequence[XsclError] = (), **fields: Any
-    ) -> None:
-        super().__init__(message, **fields)
-        self.errors = tuple(errors)
 
-    def _fields(self) -> dict[str, Any]:
-        return {**super()._fields(), "errors": self.errors}
+# -- CEL input events (xscl.events) ---------------------------------------------------
+
+
+class EventError(XsclError, ValueError):
+    """An input event CEL refuses (``CEL-E00x``): a bad envelope line, an event on a
+    PUBLISHed stream, a late one. It is a dead letter, never a stop (docs/cel.md 7.3)."""
 
 
 # -- the table --------------------------------------------------------------------------
@@ -450,6 +475,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
         XsclSyntaxError, "invalid function predicate (unbalanced brackets or quotes)"
     ),
     "XSCL-P012": ErrorCode(XsclSyntaxError, "invalid namespace declaration"),
+    "XSCL-P013": ErrorCode(XsclSyntaxError, "the query file is not UTF-8 text"),
     # Validation: a query that parses but breaks a rule of the language.
     "XSCL-V001": ErrorCode(XsclValidationError, "unbound variable in a join predicate"),
     "XSCL-V002": ErrorCode(XsclValidationError, "unbound variable in SELECT"),
@@ -460,6 +486,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-V007": ErrorCode(XsclValidationError, "duplicate query id"),
     "XSCL-V008": ErrorCode(XsclValidationError, "unknown namespace prefix"),
     "XSCL-V009": ErrorCode(XsclValidationError, "invalid XPath function predicate"),
+    "XSCL-V011": ErrorCode(
+        InvalidQueriesError, "the query text holds invalid queries (each is in errors)"
+    ),
     # Connectors and document envelopes: bad input, then a failed environment.
     "XSCL-C001": ErrorCode(EnvelopeSyntaxError, "envelope line is not a JSON object"),
     "XSCL-C002": ErrorCode(EnvelopeFieldError, "envelope field missing or of the wrong type"),
@@ -481,6 +510,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-C022": ErrorCode(
         UnsupportedLocationError,
         "unsupported feed location (only files, directories, http and https)",
+    ),
+    "XSCL-C023": ErrorCode(
+        FeedFileError, "feed file cannot be read (missing, unreadable or not a file)"
     ),
     "XSCL-C030": ErrorCode(SpoolLockedError, "spool is locked by another writer"),
     "XSCL-C031": ErrorCode(SpoolCorruptError, "spool segment is corrupt (not a torn tail)"),
@@ -558,6 +590,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "CEL-P011": ErrorCode(
         XsclSyntaxError, "invalid decorator (only $1., $2. and $. before an attribute name)"
     ),
+    "CEL-P012": ErrorCode(XsclSyntaxError, "the query file is not UTF-8 text"),
     # CEL: a query that parses but breaks a rule of the language.
     "CEL-V001": ErrorCode(XsclValidationError, "unknown attribute"),
     "CEL-V002": ErrorCode(
@@ -591,6 +624,25 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "CEL-V014": ErrorCode(XsclValidationError, "unknown function or wrong number of arguments"),
     "CEL-V015": ErrorCode(XsclValidationError, "a SELECT expression needs AS name"),
+    # CEL: input events refused (dead letters, docs/cel.md 7.3).
+    "CEL-E001": ErrorCode(EventError, "the line is not a JSON object"),
+    "CEL-E002": ErrorCode(EventError, "an envelope field is missing or has the wrong type"),
+    "CEL-E003": ErrorCode(EventError, "a timestamp is not RFC 3339 or a number of seconds"),
+    "CEL-E004": ErrorCode(EventError, "start is after end"),
+    "CEL-E005": ErrorCode(
+        EventError, "an attribute value is not a string, a finite number or null"
+    ),
+    "CEL-E006": ErrorCode(EventError, "the event names a PUBLISHed stream"),
+    "CEL-E007": ErrorCode(EventError, "the event is later than the reorder slack allows"),
+    # CEL: what the event engine refuses to subscribe or unsubscribe (docs/cel.md 7.4).
+    "CEL-S001": ErrorCode(SubscriptionError, "a subscribed query id is already taken"),
+    "CEL-S002": ErrorCode(
+        SubscriptionError, "a stream's attributes differ from those the engine has for it"
+    ),
+    "CEL-S003": ErrorCode(SubscriptionError, "an unsubscribed query id is not subscribed"),
+    "CEL-S004": ErrorCode(
+        SubscriptionError, "an unsubscribed query PUBLISHes a stream another query reads"
+    ),
 }
 
 #: Codes no longer raised, and why; never given to another fault.
@@ -622,6 +674,8 @@ _FAMILIES = (
     ("XSCL-S", "The Spark job"),
     ("CEL-P", "CEL syntax: an event query that does not parse (docs/cel.md)"),
     ("CEL-V", "CEL validation: an event query that breaks a rule of CEL (docs/cel.md)"),
+    ("CEL-E", "CEL input events: refused, dead-lettered (docs/cel.md)"),
+    ("CEL-S", "CEL subscriptions: what the event engine refuses (docs/cel.md)"),
 )
 
 

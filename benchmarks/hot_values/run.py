@@ -20,7 +20,7 @@ the feeds' real hot values and on a Zipf 1.2 synthetic workload.
    *spread* (``--hot-salts 8 --hot-threshold T``) and *not spread* (``--hot-salts 1``),
    and the in-process engine once; the result counts must be equal (exit 1 if not).
 3. ``task max/mean`` = per micro-batch, the slowest state partition's join-group time
-   over the mean partition's (the batch markers, ``job.groups`` times itself):
+   over the mean partition's (the batch markers, ``join_groups`` times itself):
    median and worst over the batches after the first (which also registers the
    subscriptions in each worker).
 """
@@ -108,7 +108,7 @@ def skew(spark: dict[str, Any]) -> tuple[float | None, float | None, int]:
 def hot_count(home: Path) -> int:
     """Values the job recorded hot (its first epoch's hot-values folder)."""
     from xscl.service.pair.epochs import EpochFolders
-    from xscl.spark_plugin.job.route_task import hot_values
+    from xscl.spark_plugin.job.hot_values import read as hot_values
 
     folder = EpochFolders(home, "xscl", 1).hot_values
     return len(hot_values(str(folder))) if folder.is_dir() else 0

@@ -20,7 +20,7 @@
      driver's Python process over those of every process of the job (driver, its JVM,
      executors, Python workers; ``/proc`` at the end of the run); ``task max/mean`` =
      the slowest join task over the mean task of the stateful stage (from the batch
-     markers, ``job.groups`` times itself), median and worst over the batches;
+     markers, ``join_groups`` times itself), median and worst over the batches;
      ``state`` = Spark's state bytes at the last batch;
    * ``local``: ``xscl.engine.LocalEngine`` fed the same items in spool order
      (``local/spark`` = its speed over the job's);

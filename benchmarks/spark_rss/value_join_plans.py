@@ -1,4 +1,4 @@
-"""Measure the two candidate physical plans of DESIGN.md for the value-join step (step 2).
+"""Measure the two candidate physical plans for the value-join step (step 2; docs/benchmarks.md).
 
 Input: synthetic witness rows ``(value STRING, var INT, doc STRING, ts TIMESTAMP)``
 written as one Parquet file per micro-batch (file source, ``maxFilesPerTrigger=1``,

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from tests.cel.fixtures_eval import FIXTURES, load
 from tests.cel.strategies import event_lists, programs
 from xscl.connectors.dead_letters import DeadLetter
-from xscl.events.engine import OPTIMISATIONS, Engine, EngineConfig, SubscriptionError
+from xscl.errors import SubscriptionError
+from xscl.events.engine import OPTIMISATIONS, Engine, EngineConfig
 from xscl.events.envelope import Event
 from xscl.events.reference import evaluate
 from xscl.events.reorder import ReorderBuffer
@@ -202,13 +203,15 @@ def test_subscribing_and_unsubscribing_while_running(
 def test_unsubscribing_a_publisher_others_read_is_refused() -> None:
     engine = Engine()
     engine.subscribe(_program("DECLARE STREAM S(k);\np: FROM S PUBLISH P;\nr: FROM P NEXT S"))
-    with pytest.raises(SubscriptionError, match="r"):
+    with pytest.raises(SubscriptionError, match="r") as readers:
         engine.unsubscribe("p")
+    assert readers.value.code == "CEL-S004"  # one error world (issue 36, deliverable 3)
     engine.unsubscribe("r")
     engine.unsubscribe("p")
     assert engine.network.states() == [] and engine.network.edge_count() == 0
-    with pytest.raises(SubscriptionError):
+    with pytest.raises(SubscriptionError) as unknown:
         engine.unsubscribe("p")
+    assert unknown.value.code == "CEL-S003"
 
 
 def test_a_new_subscription_reads_the_streams_of_earlier_ones() -> None:
@@ -223,8 +226,9 @@ def test_a_new_subscription_reads_the_streams_of_earlier_ones() -> None:
         ("p", 3_000_000, 3_000_000),
         ("r", 2_000_000, 3_000_000),
     }
-    with pytest.raises(SubscriptionError, match="already"):
+    with pytest.raises(SubscriptionError, match="already") as taken:
         engine.subscribe(later)
+    assert taken.value.code == "CEL-S001"
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

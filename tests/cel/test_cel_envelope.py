@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from xscl.connectors.dead_letters import DeadLetter
-from xscl.events.envelope import ERROR_CODES, Event, parse_event, read_events
+from xscl.errors import CEL_ERROR_CODES
+from xscl.events.envelope import Event, parse_event, read_events
 from xscl.events.results import Result
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cel.md"
@@ -53,7 +54,7 @@ def test_a_bad_line_does_not_stop_the_input() -> None:
 
 def test_every_input_code_is_documented() -> None:
     documented = set(re.findall(r"^\| (CEL-E\d{3}) \|", DOC.read_text(encoding="utf-8"), re.M))
-    assert documented == set(ERROR_CODES)
+    assert documented == {code for code in CEL_ERROR_CODES if code.startswith("CEL-E")}
 
 
 def test_envelope_fields_and_defaults() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,27 @@ def test_demo_batch_part_agrees_with_reference_and_expected(
     assert demo_main(["--no-spark"]) == 0
     out = capsys.readouterr().out
     assert out.count("matches the reference evaluator and expected-results.jsonl") == 2
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--engine", "local"], ["run", "--engine", "reference"], ["cel", "run"]],
+    ids=lambda c: "-".join(c),
+)
+def test_outputs_get_the_mode_the_umask_gives(
+    command: list[str], umask: int, tmp_path: Path
+) -> None:
+    """Issue 36, defect 16: every output was 0600 whatever the umask (mkstemp's mode)."""
+    cel = command[0] == "cel"
+    queries = EXAMPLES / ("cel/stocks.cel" if cel else "thesis/queries.xscl")
+    docs = EXAMPLES / ("cel/stocks.jsonl" if cel else "thesis/documents.jsonl")
+    out = tmp_path / "results.jsonl"
+    previous = os.umask(umask)
+    try:
+        assert main([*command, "--queries", str(queries), "--input", str(docs),
+                     "--output", str(out)]) == 0  # fmt: skip
+    finally:
+        os.umask(previous)
+    for path in (out, tmp_path / "results.deadletter.jsonl"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path.name

@@ -306,6 +306,25 @@ def test_poll_exits_0_when_some_feeds_were_read_and_says_how_many_failed(
     )
 
 
+def test_poll_names_a_missing_file_and_an_unsupported_scheme_by_their_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: a missing file was C022 'unsupported location', and ftp://
+    was taken for a path; a file: URL is a path."""
+    spool = tmp_path / "spool"
+    gone, ftp = str(tmp_path / "gone.rss"), "ftp://example.org/x.rss"
+    news = (FEEDS / "news.atom").resolve().as_uri()
+    assert main(["poll", "--quiet", "--json", "--spool", str(spool), gone, ftp, news]) == 0
+    assert json.loads(capsys.readouterr().out)["feeds_ok"] == 1
+    letters = [json.loads(t) for t in (spool / "deadletter.jsonl").read_text().splitlines()]
+    assert [(d["source"], d["code"]) for d in letters] == [
+        (gone, "XSCL-C023"),
+        (ftp, "XSCL-C022"),
+    ]
+    assert letters[0]["reason"] == f"cannot read {gone}: No such file or directory"
+    assert letters[1]["reason"].startswith("cannot poll ftp://example.org/x.rss: only files")
+
+
 def test_poll_exits_1_when_no_feed_is_found(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -393,14 +412,16 @@ def test_serve_with_an_unreadable_queries_file_exits_2(
     if kind == "not UTF-8":
         queries.write_bytes(b"Q1: S//a->x;\xff\n")
     assert _serve(tmp_path / "home", "--queries", str(queries)) == 2
-    reason = (
-        f"{queries}: No such file or directory"
-        if kind == "missing"
-        else "not UTF-8 text (invalid start byte at byte 12)"
-    )
-    assert _one_line(capsys.readouterr().err) == (
-        f"xscl serve: cannot read --queries {queries}: {reason}"
-    )
+    err = capsys.readouterr().err
+    if kind == "missing":  # the path once (issue 36, defect 13)
+        assert _one_line(err) == (
+            f"xscl serve: cannot read --queries {queries}: No such file or directory"
+        )
+    else:  # as every command says it (issue 36, defect 8)
+        assert err.splitlines()[0] == (
+            f"{queries}:1:13: XSCL-P013 the file is not UTF-8 text: byte 0xFF (invalid start "
+            "byte); save it as UTF-8 (expected: UTF-8 text)"
+        )
     assert no_spark == [] and not (tmp_path / "home").exists()
 
 
@@ -415,11 +436,14 @@ def test_serve_with_an_empty_spool_says_how_to_fill_it(
         f"`xscl poll --spool {spool} FEED...`"
     )
     assert no_spark == [spool]  # the job still starts: it waits for documents
-    assert main(["poll", "--quiet", "--spool", str(spool), str(EXAMPLES / "rss" / "feeds")]) == 0
+    for stream, feed in (("vendor", "vendor.rss"), ("news", "news.atom")):
+        feed_path = str(EXAMPLES / "rss" / "feeds" / feed)
+        poll = ["poll", "--quiet", "--form", "raw", "--stream", stream, "--spool", str(spool)]
+        assert main([*poll, feed_path]) == 0
     capsys.readouterr()
     # --queries again: the primary seeds the registry, after the lease (_start, stubbed)
     assert _serve(home, "--queries", str(RSS_QUERIES)) == 0
-    assert capsys.readouterr().err == ""  # documents wait: no hint
+    assert capsys.readouterr().err == ""  # documents wait, the queries can match them
 
 
 def test_serve_with_a_spool_that_is_a_file_exits_1_in_one_line(
@@ -496,3 +520,114 @@ def test_serve_reports_bad_cel_queries_before_spark(
     err = capsys.readouterr().err
     assert code == 2 and not no_spark
     assert "CEL-V001" in err and "Traceback" not in err
+
+
+# -- a failure of the XPath library is a coded error of one query ----------------------
+
+_LIBRARY_FAILS = "Q1: S/d[true()];\nBAD: S/d[count(empty-sequence()) >= 0];\nQ3: S/d;\n"
+
+
+def test_check_turns_a_library_failure_into_v009_of_that_query(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 2: elementpath recurses without end on ``empty-sequence()``."""
+    assert main(["check", str(_queries(tmp_path, _LIBRARY_FAILS))]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    assert "BAD:2:7: XSCL-V009 invalid XPath function predicate" in err
+    assert "RecursionError" in err
+    assert out.strip() == "2 valid, 1 invalid (3 checked)"
+
+
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_run_turns_a_library_failure_into_v009(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"stream": "S", "docid": "d1", "ts": 0, "xml": "<d/>"}\n')
+    queries = _queries(tmp_path, _LIBRARY_FAILS)
+    out = tmp_path / "out.jsonl"
+    argv = ["run", "--engine", engine, "--queries", str(queries), "--input", str(docs)]
+    assert main([*argv, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "XSCL-V009" in err
+    assert not out.exists()
+
+
+# -- a query file that is not UTF-8 ------------------------------------------------------
+
+_NOT_UTF8 = b"Q1: S//a;\nQ2: S//a[. = 'caf\xe9'];\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["check", "{q}"], "XSCL-P013"),
+        (["run", "--queries", "{q}", "--input", "{d}", "--output", "{o}"], "XSCL-P013"),
+        (["explain", "{q}"], "XSCL-P013"),
+        (["explain", "--sharing", "{q}"], "XSCL-P013"),
+        (["subscribe", "{q}", "--home", "{h}"], "XSCL-P013"),
+        (["cel", "check", "{q}"], "CEL-P012"),
+        (["cel", "explain", "{q}"], "CEL-P012"),
+        (["cel", "run", "--queries", "{q}", "--input", "{d}", "--output", "{o}"], "CEL-P012"),
+    ],
+    ids=lambda v: "-".join(a for a in v if a[0] not in "{-") if isinstance(v, list) else v,
+)
+def test_a_query_file_that_is_not_utf8_is_one_coded_error(
+    argv: list[str], code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 8: a traceback and exit 1 before; now the code, the line and
+    column of the first bad byte, and exit 2."""
+    queries = tmp_path / "q.txt"
+    queries.write_bytes(_NOT_UTF8)
+    docs = tmp_path / "d.jsonl"
+    docs.write_text("")
+    paths = {"q": queries, "d": docs, "o": tmp_path / "o.jsonl", "h": tmp_path / "home"}
+    assert main([a.format(**paths) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[0] == (
+        f"{queries}:2:18: {code} the file is not UTF-8 text: byte 0xE9 (invalid continuation "
+        "byte); save it as UTF-8 (expected: UTF-8 text)"
+    )
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_missing_query_file_is_named_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36 defect 13: ``cannot read nope.xscl: nope.xscl: ...`` repeated the path."""
+    missing = str(tmp_path / "nope.xscl")
+    for argv in (["explain", "--sharing", missing], ["check", missing]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert _one_line(err).endswith(f"cannot read {missing}: No such file or directory")
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "unknown"),
+    [(["check", "--frobnicate", "q.xscl"], "usage: xscl check ", "--frobnicate"),
+     (["cel", "check", "--frob", "q.cel"], "usage: xscl cel check ", "--frob"),
+     (["--frob"], "usage: xscl [-h]", "--frob")],
+)  # fmt: skip
+def test_an_unknown_option_shows_the_commands_own_usage(
+    argv: list[str], usage: str, unknown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: ``xscl check --frobnicate`` printed the top-level usage."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)
+    assert err.rstrip().endswith(f"error: unrecognized arguments: {unknown}")
+
+
+def test_check_lists_errors_in_the_order_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36, defect 13: syntax errors came first, then validation errors."""
+    text = "Q1: S//a->x JOIN {x=y, 1h} T//b;\nQ2: S//c[;\nQ3: S//d->z JOIN {z=w, 1h} T//b;\n"
+    assert main(["check", str(_queries(tmp_path, text))]) == 2
+    codes = [ln.split(": ")[1].split()[0] for ln in capsys.readouterr().err.splitlines()
+             if "XSCL-" in ln]  # fmt: skip
+    assert codes == ["XSCL-V001", "XSCL-P004", "XSCL-V001"]

@@ -128,3 +128,20 @@ def test_normalized_layout_order_and_no_whitespace() -> None:
     assert "\n" not in doc.xml
     channel = item.find("channel")
     assert channel is not None and [c.tag for c in channel] == ["title", "link"]
+
+
+def test_both_forms_read_the_declared_encoding() -> None:
+    """Issue 36 defect 4: one document, one text. feedparser "repairs" text that reads
+    as UTF-8 taken for Latin-1; the declaration wins in both forms. Only the C1 controls
+    differ (the fixture says why)."""
+    data = (FIXTURES / "latin1_declared_utf8_bytes.xml").read_bytes()
+    forms = {
+        form: parse_feed(data, source="f", stream="S", form=form, first_seen_micros=0)
+        for form in FORMS
+    }
+    raw = etree.fromstring(forms["raw"].documents[0].xml)
+    normalized = etree.fromstring(forms["normalized"].documents[0].xml)
+    declared = "caf\u00c3\u00a9 cr\u00c3\u00a8me"
+    assert raw.findtext("title") == normalized.findtext("title") == declared
+    assert raw.findtext("description") == "\x93quoted\x94"
+    assert normalized.findtext("summary") == "\u201cquoted\u201d"

@@ -103,3 +103,29 @@ def test_an_unreadable_file_is_a_dead_letter(
     assert isinstance(item, DeadLetter)
     assert (item.source, item.stream, item.code) == (str(path), "S", "XSCL-C012")
     assert item.reason.startswith("cannot read file: ") and "Permission denied" in item.reason
+
+
+def test_xscl_poll_reads_xml_files_into_the_spool(tmp_path: Path) -> None:
+    """Issue 36, deliverable 4: ``xmlfiles`` was wired to no command; ``poll --xml`` reads
+    folders of XML files (one document per file or per record), bad files dead-lettered."""
+    import json
+
+    from xscl.cli.main import main
+    from xscl.connectors.spool import SpoolReader
+
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "a.xml").write_text("<book><id>b1</id><at>2006-06-01T10:00:00Z</at></book>")
+    (folder / "bad.xml").write_text("<book>")
+    spool = tmp_path / "spool"
+    argv = ["poll", "--xml", "--stream", "books", "--spool", str(spool), "--json"]
+    assert main([*argv, "--docid-path", "id", "--ts-path", "at", str(folder)]) == 0
+    ((_, doc),) = SpoolReader(spool).read(0, 1)
+    assert (doc.stream, doc.docid, doc.ts) == ("books", "b1", "2006-06-01T10:00:00Z")
+    (letter,) = [json.loads(t) for t in (spool / "deadletter.jsonl").read_text().splitlines()]
+    assert (letter["source"], letter["code"]) == (str(folder / "bad.xml"), "XSCL-C012")
+    records = tmp_path / "records.xml"
+    records.write_text("<all><r><n>1</n></r><r><n>2</n></r></all>")
+    assert main([*argv, "--record", "r", str(records)]) == 0
+    assert [d.docid for _, d in SpoolReader(spool).read(1, 3)] == ["records.xml#1", "records.xml#2"]
+    assert main(["poll", "--record", "r", "--spool", str(spool), str(records)]) == 2

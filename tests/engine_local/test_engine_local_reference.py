@@ -110,3 +110,46 @@ def test_chain_with_publish_feeds_results_back() -> None:
     assert {json.loads(r)["query"] for r in expected} == {"P", "R", "C"}
     assert engine_results(text, docs) == expected
     assert engine_results(text, list(reversed(docs))) == expected
+
+
+def test_prefixed_names_after_a_minus_equal_reference() -> None:
+    """Issue 36 defect 1: a declared prefix right after XPath's ``-`` operator."""
+    text = """DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";
+    Q1: S/a:entry[sum(a:n)-a:m = 0];
+    Q2: S/a:entry[boolean(5-a:m = 2)];
+    Q3: S/a:entry[number(a:n) -a:m = 0];
+    """
+    xml = '<entry xmlns="http://www.w3.org/2005/Atom"><n>3</n><m>3</m></entry>'
+    docs = [Document("S", "d1", 0, xml)]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected
+
+
+def test_xpath_comments_in_function_predicates_equal_reference() -> None:
+    """Issue 36 defect 3: XPath comments (with quotes and brackets) are whitespace."""
+    text = """DECLARE NAMESPACE a = "http://www.w3.org/2005/Atom";
+    Q1: S/a:entry[true() (: it's :)];
+    Q2: S/a:entry[exists(a:n) (: a ] b :)];
+    Q3: S/a:entry[true() (: it's (: a:x :) ' :) and a:m = 3];
+    Q4: S/a:entry[true() (: (: :) :) and a:m = 4];
+    """
+    xml = '<entry xmlns="http://www.w3.org/2005/Atom"><n>3</n><m>3</m></entry>'
+    docs = [Document("S", "d1", 0, xml)]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected
+
+
+def test_the_implicit_timezone_is_utc_in_both_engines() -> None:
+    """Issue 36 defect 7: elementpath has no implicit timezone unless told, so
+    ``current-dateTime()`` had none; both engines set UTC (docs/language.md)."""
+    text = """
+    Q1: S/d[exists(timezone-from-dateTime(current-dateTime()))];
+    Q2: S/d[timezone-from-dateTime(current-dateTime()) = xs:dayTimeDuration('PT0S')];
+    Q3: S/d[xs:dateTime(./t) = xs:dateTime('2020-01-01T00:00:00Z')];
+    """
+    docs = [Document("S", "d1", 0, "<d><t>2020-01-01T00:00:00</t></d>")]
+    expected = reference_results(text, docs)
+    assert {json.loads(r)["query"] for r in expected} == {"Q1", "Q2", "Q3"}
+    assert engine_results(text, docs) == expected

@@ -398,3 +398,27 @@ def test_string_literals_are_put_in_nfc() -> None:
     composed = norm("S//a->x[./b = 'caf\u00e9'] JOIN {x = y, 1s} T//c->y")
     assert defs(decomposed) == defs(composed)
     assert defs(composed)["x"] == d("S//a[./b = 'caf\u00e9']")
+
+
+def test_function_text_renames_a_prefix_after_the_minus_operator() -> None:
+    """Issue 36 defect 1: after ``)``, a digit or a space, ``-`` is XPath's minus and the
+    name after it starts a QName; inside a name (``a-b:c``) it is part of the prefix."""
+    from xscl.lang.normal_form.qualify_namespaces import qualify_function_text
+
+    bound = {"a": ATOM, "a-b": "urn:ab"}
+    assert qualify_function_text("sum(a:n)-a:m = 0", bound).endswith(" sum(n0:n)-n0:m = 0")
+    assert qualify_function_text("5-a:m = 2", bound).endswith(" 5-n0:m = 2")
+    assert qualify_function_text("x -a:m", bound).endswith(" x -n0:m")
+    assert qualify_function_text("a-b:c", bound).endswith(" n0:c")
+    assert function_namespaces(qualify_function_text("a-b:c", bound)) == {"n0": "urn:ab"}
+    assert qualify_function_text("$a:v + 1", bound) == "$a:v + 1"  # a variable's name
+
+
+def test_function_text_keeps_nested_xpath_comments_whole() -> None:
+    """Issue 36 defect 3: a quote inside a nested comment opens no string."""
+    from xscl.lang.normal_form.qualify_namespaces import qualify_function_text
+
+    text = "true() (: it's (: a:x :) ' :) and exists(a:b) and 'y' = 'y'"
+    qualified = qualify_function_text(text, {"a": ATOM})
+    assert qualified.endswith(" true() (: it's (: a:x :) ' :) and exists(n0:b) and 'y' = 'y'")
+    elementpath.XPath2Parser(namespaces=function_namespaces(qualified)).parse(qualified)

@@ -209,3 +209,16 @@ def test_hand_built_query_without_spans_still_names_the_query() -> None:
     query = Query("H", (Block("S", (Step("/", NodeTest("element", "a"), "x"),)), Block("T")), (op,))
     error = only(validate(query))
     assert (error.code, error.qid, error.line, error.column) == ("XSCL-V001", "H", None, None)
+
+
+def test_any_failure_of_the_xpath_library_is_v009_of_that_query_only() -> None:
+    """Issue 36 defect 2: ``count(empty-sequence())`` makes elementpath recurse without
+    end; the query is refused with V009 and the others stay valid."""
+    from xscl.lang.parser import parse_queries
+    from xscl.lang.validation import validate_all
+
+    text = "Q1: S/d[true()];\nBAD: S/d[count(empty-sequence()) >= 0];\nQ3: S/d[exists(.)];\n"
+    valid, errors = validate_all(parse_queries(text), text=text)
+    assert [q.qid for q in valid] == ["Q1", "Q3"]
+    assert [(e.code, e.qid, e.line) for e in errors] == [("XSCL-V009", "BAD", 2)]
+    assert "RecursionError" in errors[0].message

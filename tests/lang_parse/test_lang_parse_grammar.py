@@ -252,6 +252,12 @@ def test_literals(literal: str, value: object) -> None:
         ("fn:exists(.//p)", "fn:exists(.//p)"),
         ("contains(., 'x') -- why\n or lower-case(.) = 'y'",
          "contains(., 'x') \n or lower-case(.) = 'y'"),
+        # XPath comments (issue 36, defect 3): kept, their quotes, brackets, '--' and
+        # ';' not scanned, and they nest
+        ("true() (: it's :)", "true() (: it's :)"),
+        ("true() (: a ] b :)", "true() (: a ] b :)"),
+        ("exists(.) (: -- ; (: ) :) \" :) and true()",
+         "exists(.) (: -- ; (: ) :) \" :) and true()"),
     ],
 )  # fmt: skip
 def test_function_predicates_kept_as_text(inside: str, expression: str) -> None:
@@ -365,3 +371,18 @@ def test_large_file_parses_and_restores_gc_state() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_an_unclosed_xpath_comment_is_p011() -> None:
+    with pytest.raises(XsclSyntaxError) as caught:
+        parse_query("S//a[true() (: (: :) ]")
+    assert caught.value.code == "XSCL-P011"
+    assert caught.value.column == 13
+    assert "XPath comment" in caught.value.message
+
+
+def test_a_bad_query_is_skipped_past_xpath_comments() -> None:
+    """Recovery resumes after the next ';' outside strings and comments, XPath's too."""
+    result = parse_file("Q1: S//a[1 (: ; :)];\nQ2: S//a[true() (: ; it's :)];\nQ3: S//b;\n")
+    assert [e.qid for e in result.errors] == ["Q1"]
+    assert [q.qid for q in result.queries] == ["Q2", "Q3"]

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xscl.errors import TimestampError
+from xscl.errors import InvalidQueriesError, TimestampError
 from xscl.reference import (
-    InvalidQueries,
     format_ts,
     parse_ts,
     read_envelopes,
@@ -177,9 +176,9 @@ def test_run_batch_with_invalid_queries_writes_nothing(tmp_path: Path) -> None:
     source = tmp_path / "docs.jsonl"
     source.write_text(_line("d1", 0, "<a/>") + "\n", encoding="utf-8")
     output = tmp_path / "RESULTS.jsonl"
-    with pytest.raises(InvalidQueries) as caught:
+    with pytest.raises(InvalidQueriesError) as caught:
         run_batch("Q1: S/a->x JOIN {x=zz, 1h} S/b->y; Q2: S/a[", source, output)
-    assert len(caught.value.errors) == 2
+    assert len(caught.value.errors) == 2 and caught.value.code == "XSCL-V011"
     assert list(tmp_path.iterdir()) == [source]
 
 

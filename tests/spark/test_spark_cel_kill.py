@@ -1,6 +1,6 @@
 """kill -9 of ``xscl serve --cel-queries`` inside the CEL query's micro-batches: exactly once.
 
-docs/cel.md 10 and DESIGN.md "Fault tolerance": the CEL query (job ``NAME.cel``,
+docs/cel.md 10 and docs/architecture.md ("The CEL query"): the CEL query (job ``NAME.cel``,
 its own checkpoint and results folder, forked per epoch like the XSCL job's)
 survives a kill -9 of the driver at any moment. The generated CEL workload
 (``tests/spark/cel_events.py``) arrives as files published (``xscl cel publish``)

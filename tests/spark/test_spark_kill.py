@@ -1,6 +1,6 @@
 """kill -9 of the streaming job's driver or of an executor: exactly-once results anyway.
 
-DESIGN.md "Fault tolerance", checkpoint layer: kill -9 of the driver or an executor
+docs/architecture.md ("Exactly once across take-overs"): kill -9 of the driver or an executor
 at any moment, restart, and the results equal a failure-free run (no loss, no
 duplicate). Two scenarios, each over a spool of 30 generated documents and their
 queries (``tests/workloads.py``, with 15 to 150 results):

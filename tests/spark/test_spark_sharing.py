@@ -2,7 +2,7 @@
 the union-find oracle, converge in few rounds on a long path, and ``xscl explain
 --sharing --home`` groups a registry's live queries as the oracle does.
 
-GraphFrames' jar cannot be had here (DESIGN.md): its path is tested by faking the
+GraphFrames' jar cannot be had on these machines (no Maven access): its path is tested by faking the
 jar's presence at the detection seam and standing in for the ``graphframes`` module.
 """
 

@@ -15,13 +15,21 @@ import sys
 import time
 from pathlib import Path
 
-from xscl.cli.common import os_error_reason, parse_duration, print_errors, unwritable_file
-from xscl.errors import SparkBatchError, XsclError
+from xscl.cli.common import (
+    by_position,
+    cannot_read,
+    os_error_reason,
+    parse_duration,
+    print_errors,
+    unwritable_file,
+)
+from xscl.errors import SparkBatchError, XsclError, XsclSyntaxError
 from xscl.events.batch import run_batch
 from xscl.events.engine import Engine, EngineConfig
 from xscl.events.explain import explain
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import Program, validate
+from xscl.lang.source import read_source
 
 _OUTPUT_ADVICE = "give --output a file path in a directory you can write to"
 
@@ -109,18 +117,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load(path: str) -> tuple[Program, list[XsclError]]:
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_source(path, code="CEL-P012")
     parsed = parse_file(text, source=path)
     program, errors = validate(parsed, text=text, source=path)
-    return program, [*parsed.errors, *errors]
+    return program, list(by_position([*parsed.errors, *errors]))
 
 
 def run_check(args: argparse.Namespace) -> int:
     try:
         program, errors = _load(args.file)
-    except OSError as exc:
-        print(f"xscl cel check: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("cel check", args.file, exc, as_json=args.json)
     print_errors(errors, source=args.file, as_json=args.json)
     if args.json:
         for query in program.queries:
@@ -134,9 +141,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_explain(args: argparse.Namespace) -> int:
     try:
         program, errors = _load(args.file)
-    except OSError as exc:
-        print(f"xscl cel explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("cel explain", args.file, exc)
     print_errors(errors, source=args.file)
     engine = Engine(EngineConfig.without("merging") if args.no_merging else None)
     engine.subscribe(program)
@@ -175,9 +181,8 @@ def run_events(args: argparse.Namespace) -> int:
         return 2
     try:
         program, errors = _load(args.queries)
-    except OSError as exc:
-        print(f"xscl cel run: cannot read {args.queries}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("cel run", args.queries, exc)
     if errors:
         print_errors(errors, source=args.queries)
         print(f"xscl cel run: {len(errors)} error(s); nothing was written", file=sys.stderr)
@@ -195,7 +200,7 @@ def run_events(args: argparse.Namespace) -> int:
             args.output,
             evaluator=args.engine,
             slack=slack,
-            queries_text=Path(args.queries).read_text(encoding="utf-8"),
+            queries_text=read_source(args.queries, code="CEL-P012"),
         )
     except SparkBatchError as exc:
         print(f"xscl cel run: {exc}", file=sys.stderr)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from xscl.cli.common import load_queries, print_errors
+from xscl.cli.common import cannot_read, load_queries, print_errors
+from xscl.errors import XsclSyntaxError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,9 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     try:
         loaded = load_queries(args.file, streams=args.stream)
-    except OSError as exc:
-        print(f"xscl check: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("check", args.file, exc, as_json=args.json)
     print_errors(loaded.errors, source=args.file, as_json=args.json)
     for query in loaded.queries:
         if args.json:

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xscl.errors import XsclError
+from xscl.errors import XsclError, XsclSyntaxError
 from xscl.lang.ast import UNIT_MICROS, Query
 from xscl.lang.parser import parse_file
+from xscl.lang.source import read_source
 from xscl.lang.validation import validate_all
 
 
@@ -25,11 +26,48 @@ class LoadedQueries:
 
 
 def load_queries(path: str | Path, *, streams: Sequence[str] | None = None) -> LoadedQueries:
-    """Parse and validate a query file; bad queries are reported, good ones kept."""
-    text = Path(path).read_text(encoding="utf-8")
+    """Parse and validate a query file; bad queries are reported, good ones kept.
+
+    Raises ``OSError`` when the file cannot be read and ``XsclSyntaxError``
+    ``XSCL-P013`` when it is not UTF-8 (``cannot_read`` says either).
+    """
+    text = read_source(path)
     parsed = parse_file(text, source=str(path))
     good, invalid = validate_all(list(parsed.queries), streams=streams, text=text)
-    return LoadedQueries(tuple(good), tuple(parsed.errors) + tuple(invalid))
+    return LoadedQueries(tuple(good), by_position([*parsed.errors, *invalid]))
+
+
+def by_position(errors: Sequence[XsclError]) -> tuple[XsclError, ...]:
+    """``errors`` in the order of the file: by line and column (syntax and validation
+    errors mixed), errors with no position last, ties in their given order."""
+
+    def position(error: XsclError) -> tuple[float, float]:
+        far = float("inf")
+        line, column = error.line, error.column
+        return (far if line is None else line, far if column is None else column)
+
+    return tuple(sorted(errors, key=position))
+
+
+def cannot_read(
+    command: str,
+    path: str,
+    exc: OSError | XsclSyntaxError,
+    *,
+    as_json: bool = False,
+    option: str = "",
+) -> int:
+    """Say why the query file ``path`` cannot be read (the path once); the exit code, 2.
+
+    A file that is not UTF-8 is its coded error, with the line and column of its first
+    bad byte; a file that cannot be opened is ``cannot read [OPTION ]PATH: REASON``.
+    """
+    if isinstance(exc, XsclSyntaxError):
+        print_errors([exc], source=path, as_json=as_json)
+    else:
+        named = f"{option} {path}" if option else path
+        print(f"xscl {command}: cannot read {named}: {exc.strerror or exc}", file=sys.stderr)
+    return 2
 
 
 def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = False) -> None:

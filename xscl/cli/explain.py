@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xscl.cli.common import load_queries, print_errors
+from xscl.cli.common import cannot_read, load_queries, print_errors
 from xscl.cli.job_args import DEFAULT_NAME
+from xscl.errors import XsclSyntaxError
 from xscl.lang.explain import explain
 
 #: Groups listed by ``--sharing`` unless ``--top`` says otherwise.
@@ -76,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         loaded = load_queries(args.file)
-    except OSError as exc:
-        print(f"xscl explain: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("explain", args.file, exc)
     print_errors(loaded.errors, source=args.file)
     print(explain(list(loaded.queries)))
     try:

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xscl.cli.common import load_queries, os_error_reason, print_errors
-from xscl.errors import JavaNotFoundError, NoSubscriptionsError
+from xscl.cli.common import cannot_read, load_queries, os_error_reason, print_errors
+from xscl.errors import JavaNotFoundError, NoSubscriptionsError, XsclSyntaxError
 from xscl.service.sharing.summary import SharingSummary
 
 if TYPE_CHECKING:
@@ -52,10 +52,8 @@ def _from_file(args: argparse.Namespace) -> int:
 
     try:
         loaded = load_queries(args.file)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = os_error_reason(exc) if isinstance(exc, OSError) else "not UTF-8 text"
-        print(f"xscl explain: cannot read {args.file}: {reason}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("explain", args.file, exc)
     print_errors(loaded.errors, source=args.file)
     memo = ShapeMemo()
     normals = [memo.normal(q) for q in loaded.queries]

@@ -66,13 +66,26 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # the command's package is not part of this build
             raise
         module.register(subparsers)
+    _remember_parsers(parser)
     return parser
+
+
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub-)command's parser is the default ``command_parser`` of what it parses:
+    the innermost one's default wins, so a usage error names the command's own usage."""
+    parser.set_defaults(command_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _remember_parsers(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``xscl`` command line; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser: its usage, not the top-level one
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2

@@ -1,5 +1,8 @@
 """``xscl poll FEEDS...``: poll RSS/Atom feeds (files, directories, URLs) into the spool.
 
+With ``--xml`` the arguments are XML files and folders of them instead, one document
+per file or per ``--record`` element (``connectors.xmlfiles``), read once.
+
 Prints a progress line on stderr (feeds done/total, items new/duplicate, errors) and
 a summary at the end of each pass on stdout. Feed errors are reported and counted,
 never fatal to the pass: exit 0 when some feed could be read (how many failed is
@@ -18,11 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xscl.cli.common import os_error_reason, unwritable_file, unwritable_folder
-from xscl.connectors.document import STREAM_NAME
+from xscl.connectors.dead_letters import DeadLetter
+from xscl.connectors.document import STREAM_NAME, Document
 from xscl.connectors.feeds import FORMS
 from xscl.connectors.fetch import FeedStateStore, Fetcher, FetchPolicy
 from xscl.connectors.poller import FEED_SUFFIXES, Poller, PollSummary, expand_feed_sources
 from xscl.connectors.spool import Spool
+from xscl.connectors.xmlfiles import XmlFileOptions, iter_xml_files
 from xscl.errors import ConnectorIOError
 
 DEFAULT_SPOOL = "xscl-data/spool"
@@ -40,7 +45,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "per-host rate limit; its state is kept in --state. Feed errors are reported "
             "and written to the dead-letter file, never fatal."
         ),
-        epilog="example: xscl poll --spool /tmp/spool --stream news feeds/ https://example.org/rss",
+        epilog=(
+            "examples:\n"
+            "  xscl poll --form raw --spool xscl-data/spool --stream news "
+            "examples/rss/feeds/news.atom\n"
+            "  xscl poll --spool xscl-data/spool --stream advisories https://vendor.example/feed.rss\n"
+            "  xscl poll --xml --record item --ts-path pubDate --docid-path guid --stream vendor "
+            "--spool xscl-data/spool examples/rss/feeds/vendor.rss"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("feeds", nargs="+", metavar="FEEDS", help="feed files, directories or URLs")
     parser.add_argument(
@@ -74,6 +87,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    xml = parser.add_argument_group(
+        "XML files",
+        "with --xml, FEEDS are XML files and folders of them (files ending in .xml), "
+        "read once into STREAM: one document per file, or per --record element",
+    )
+    xml.add_argument("--xml", action="store_true", help="read XML files, not feeds")
+    xml.add_argument(
+        "--record", metavar="NAME", help="one document per element of this local name"
+    )
+    xml.add_argument(
+        "--ts-path",
+        metavar="PATH",
+        help="the document's time: a path of local names from the document (the last "
+        "may be @attr) to an RFC 3339, RFC 822 or epoch-seconds value (default: the "
+        "file's modification time)",
+    )
+    xml.add_argument(
+        "--docid-path",
+        metavar="PATH",
+        help="the document's id, a path as --ts-path (default: the file's name under "
+        "the folder given, #N appended per record)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -91,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         return _usage_error(
             "--timeout must be positive, --retries and --min-host-interval not negative"
         )
+    xml_options = [o for o in ("record", "ts_path", "docid_path") if getattr(args, o)]
+    if xml_options and not args.xml:
+        named = ", ".join("--" + o.replace("_", "-") for o in xml_options)
+        return _usage_error(f"{named}: only with --xml")
+    if args.xml and args.interval is not None:
+        return _usage_error("--xml reads the files once: --interval does not apply")
     spool_dir = Path(args.spool)
     state_path = Path(args.state or spool_dir / "feeds-state.json")
     dead_letter_path = Path(args.dead_letter or spool_dir / "deadletter.jsonl")
@@ -104,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
                   f"pass a {option} path you can write to", file=sys.stderr)  # fmt: skip
             return 1
     try:
+        if args.xml:
+            return _read_xml_files(args, spool_dir, dead_letter_path)
         return _poll(args, spool_dir, state_path, dead_letter_path)
     except ConnectorIOError as exc:  # e.g. the spool is locked by another writer
         print(f"xscl poll: {exc}", file=sys.stderr)
@@ -145,6 +188,49 @@ def _poll(args: argparse.Namespace, spool_dir: Path, state_path: Path, dead_path
     if summary is None:  # interrupted during the first pass
         return 0
     return _report_failures(summary, args.feeds, dead_path)
+
+
+def _read_xml_files(args: argparse.Namespace, spool_dir: Path, dead_path: Path) -> int:
+    """``--xml``: every document of the files into the spool, 1,000 per commit; exit 1
+    when no file was found or none gave a document."""
+    options = XmlFileOptions(
+        args.stream, record_tag=args.record, ts_path=args.ts_path, docid_path=args.docid_path
+    )
+    documents: list[Document] = []
+    new = duplicate = dead = 0
+    with Spool(spool_dir) as spool, open(dead_path, "a", encoding="utf-8") as letters:
+
+        def commit() -> None:
+            nonlocal new, duplicate
+            offsets = spool.append(documents)
+            added = sum(1 for o in offsets if o is not None)
+            new, duplicate = new + added, duplicate + len(offsets) - added
+            documents.clear()
+
+        for item in iter_xml_files(args.feeds, options):
+            if isinstance(item, DeadLetter):
+                letters.write(item.to_json() + "\n")
+                dead += 1
+            else:
+                documents.append(item)
+                if len(documents) >= 1_000:
+                    commit()
+        commit()
+        summary = {"documents": new + duplicate, "new": new, "duplicate": duplicate,
+                   "dead_letters": dead, "spool": str(spool.path), "stream": args.stream,
+                   "next_offset": spool.next_offset()}  # fmt: skip
+    if args.json:
+        print(json.dumps(summary, sort_keys=True), flush=True)
+    else:
+        print(f"xml documents {new + duplicate}: new {new}, duplicate {duplicate}; dead "
+              f"letters {dead} -> {dead_path}\nspool {spool_dir}: next offset "
+              f"{summary['next_offset']}", flush=True)  # fmt: skip
+    if new + duplicate == 0:
+        what = "no XML file found" if dead == 0 else "no document could be read"
+        print(f"xscl poll: {what} in {' '.join(args.feeds)} (dead letters: {dead_path})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
 
 
 def _report_failures(summary: PollSummary, feeds: list[str], dead_letters: Path) -> int:

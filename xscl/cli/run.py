@@ -17,12 +17,14 @@ from typing import Any
 
 from xscl.cli.common import (
     OUTPUT_ADVICE,
+    cannot_read,
     load_queries,
     os_error_reason,
     parse_duration,
     print_errors,
     unwritable_file,
 )
+from xscl.errors import XsclSyntaxError
 
 #: Engine name -> module exposing ``run_batch(queries, input_path, output_path, *,
 #: allowed_lateness_micros)`` that returns a summary with ``results``,
@@ -93,9 +95,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         loaded = load_queries(args.queries)
-    except OSError as exc:
-        print(f"xscl run: cannot read {args.queries}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("run", args.queries, exc)
     if loaded.errors:
         print_errors(loaded.errors, source=args.queries)
         print(f"xscl run: {len(loaded.errors)} error(s); nothing was written", file=sys.stderr)

@@ -18,10 +18,16 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from xscl.cli.common import os_error_reason, unwritable_folder
+from xscl.cli.common import cannot_read, os_error_reason, unwritable_folder
 from xscl.cli.job_args import DEFAULT_NAME
+from xscl.errors import XsclSyntaxError
 from xscl.lang.ast import Query
+from xscl.lang.source import read_source
+
+if TYPE_CHECKING:
+    from xscl.service.subscriptions import SubscriptionLog
 
 _HOME_ADVICE = "pass a --home you can write to"
 
@@ -78,10 +84,9 @@ def run_subscribe(args: argparse.Namespace) -> int:
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"xscl subscribe: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
+        text = read_source(args.file)
+    except (OSError, XsclSyntaxError) as exc:
+        return cannot_read("subscribe", args.file, exc)
     try:
         event = log.subscribe(text, source=args.file)
     except SubscriptionError as exc:
@@ -92,7 +97,18 @@ def run_subscribe(args: argparse.Namespace) -> int:
         _cannot_write("subscribe", args.home, log.folder, exc)
         return 1
     print(f"subscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
+    _warn_unmatched(log, event.ids, Path(args.home) / "spool")
     return 0
+
+
+def _warn_unmatched(log: SubscriptionLog, ids: Sequence[str], spool: Path) -> None:
+    """Warn about the new queries that cannot match the home's spool (``cli.unmatched``);
+    the streams every subscribed query PUBLISHes are known."""
+    from xscl.cli.unmatched import warn_unmatched
+
+    current = log.current()
+    published = {q.publish for q in current.values() if q.publish is not None}
+    warn_unmatched("subscribe", [current[i] for i in ids if i in current], spool, published)
 
 
 def run_unsubscribe(args: argparse.Namespace) -> int:

@@ -166,6 +166,10 @@ def envelope_line(doc: Document) -> str:
     return json.dumps(to_envelope(doc), ensure_ascii=False, separators=(",", ":"))
 
 
+#: A byte that is not UTF-8, as ``surrogateescape`` decodes it.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -184,7 +188,18 @@ def json_problem(exc: ValueError) -> str:
 
 
 def parse_envelope(text: str, *, source: str | None = None, line: int | None = None) -> Document:
-    """Parse one JSONL envelope line; raise a ``ConnectorError`` saying what is wrong."""
+    """Parse one JSONL envelope line; raise a ``ConnectorError`` saying what is wrong.
+
+    A line read with ``surrogateescape`` that holds bytes which are not UTF-8 is not
+    JSON text (RFC 8259 8.1): ``XSCL-C001`` naming the first such byte and its column.
+    """
+    undecodable = _UNDECODABLE.search(text)
+    if undecodable is not None:
+        at = undecodable.start() + 1
+        byte = ord(undecodable.group()) - 0xDC00
+        raise EnvelopeSyntaxError(
+            f"not UTF-8 text: byte 0x{byte:02X} at column {at}", source=source, line=line, column=at
+        )
     try:
         obj = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
     except ValueError as exc:
@@ -255,7 +270,8 @@ def read_numbered_envelopes(
         try:
             yield number, parse_envelope(text, source=source, line=number)
         except ConnectorError as exc:
-            yield number, DeadLetter.from_error(exc, **_known_fields(text))
+            known = _known_fields(text)
+            yield number, DeadLetter.from_error(exc, stream=known["stream"], docid=known["docid"])
 
 
 def read_envelope_file(path: str | Path) -> Iterator[Document | DeadLetter]:
@@ -267,21 +283,14 @@ def read_envelope_file(path: str | Path) -> Iterator[Document | DeadLetter]:
 def read_numbered_envelope_file(path: str | Path) -> Iterator[tuple[int, Document | DeadLetter]]:
     """``read_numbered_envelopes`` over a UTF-8 file (see ``read_envelope_file``)."""
     with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
-        yield from read_numbered_envelopes(_utf8_lines(handle), source=str(path))
-
-
-def _utf8_lines(handle: IO[str]) -> Iterator[str]:
-    for text in handle:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            yield "\x00invalid UTF-8"  # not JSON: reported as an EnvelopeSyntaxError
-            continue
-        yield text
+        yield from read_numbered_envelopes(handle, source=str(path))
 
 
 def _known_fields(text: str) -> dict[str, str | None]:
-    """Best-effort stream/docid of a rejected line, for the dead letter."""
+    """Best-effort stream/docid of a rejected line, for the dead letter (none of a line
+    that is not UTF-8: what it says cannot be read)."""
+    if _UNDECODABLE.search(text):
+        return {"stream": None, "docid": None}
     try:
         obj = json.loads(text, parse_float=Decimal)
     except ValueError:

@@ -12,7 +12,6 @@ the engines but the parser.
 from __future__ import annotations
 
 import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,10 +74,20 @@ def create_exclusively(target: Path, data: bytes) -> bool:
     return True
 
 
+def create_temporary(target: Path) -> tuple[int, str]:
+    """A new temporary file beside ``target``, opened for writing: ``(fd, path)``.
+
+    Its mode is what the umask leaves of 0666, as for any file the user creates
+    (``tempfile.mkstemp`` would make it 0600, and the rename would keep that).
+    """
+    temporary = str(target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp"))
+    return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+
+
 def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write text lines (streamed, not held in memory) atomically; makes the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = create_temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             for line in lines:

@@ -18,7 +18,6 @@ import http.client
 import json
 import os
 import random
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from xscl.connectors.document import format_ts
+from xscl.connectors.durable import create_temporary
 from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES
 
 FetchStatus = Literal["ok", "not_modified", "error"]
@@ -91,7 +91,7 @@ class FeedStateStore:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = {"version": 1, "feeds": {url: asdict(s) for url, s in sorted(self.feeds.items())}}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".feeds-state.")
+        fd, tmp = create_temporary(self.path)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(payload, handle, indent=1, sort_keys=True)
             handle.flush()

@@ -16,8 +16,10 @@ element is present only when the value is known and non-empty, ``channel`` alway
       <channel><title>feed title</title><link>feed URL</link></channel>
     </item>
 
-Values are what feedparser returns (HTML in ``summary``/``content`` sanitized by it,
-relative URIs resolved). An Atom entry without ``author`` inherits the feed's
+Values are what feedparser returns (``feedparser_call``: text read as the document
+declares it; HTML in ``summary``/``content`` kept as escaped text, neither sanitized
+nor with relative URIs inside it rewritten; links resolved against ``xml:base``). An
+Atom entry without ``author`` inherits the feed's
 authors (RFC 4287 4.2.1). Characters XML 1.0 cannot hold are dropped. Dates are
 feedparser's ``*_parsed`` (UTC ``struct_time``, so sub-second digits are lost).
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ from xscl.connectors.feeds import FeedForm, parse_feed
 from xscl.connectors.fetch import Fetcher
 from xscl.connectors.spool import Spool
 from xscl.connectors.xmlsafe import MAX_DOCUMENT_BYTES
+from xscl.errors import ConnectorIOError, FeedFileError, UnsupportedLocationError
 
 #: File name endings taken from a directory (other files, e.g. ``.json``, are skipped).
 FEED_SUFFIXES = (".xml", ".rss", ".atom", ".rdf", ".feed")
@@ -30,23 +32,31 @@ FeedStatus = Literal["ok", "not_modified", "error"]
 
 @dataclass(frozen=True)
 class FeedSource:
-    """One feed to poll: a local file or an http(s) URL."""
+    """One feed to poll: a local file, an http(s) URL, or a location of another scheme,
+    which is reported as unsupported when polled (``XSCL-C022``)."""
 
     location: str
-    kind: Literal["file", "url"]
+    kind: Literal["file", "url", "unsupported"]
 
 
 def expand_feed_sources(args: Iterable[str]) -> list[FeedSource]:
     """Feed sources of the command-line arguments, directories walked recursively (sorted).
 
-    Anything that is neither an http(s) URL nor an existing directory is taken as a
-    file (a missing one is reported when polled, like any other feed error).
+    ``http``/``https`` URLs are fetched, ``file:`` URLs are paths; any other
+    ``scheme://`` is unsupported. Anything else that is not an existing directory is
+    taken as a file (a missing one is reported when polled, like any other feed error).
     """
     sources: list[FeedSource] = []
     for arg in args:
-        scheme = urllib.parse.urlsplit(arg).scheme.lower()
+        parts = urllib.parse.urlsplit(arg)
+        scheme = parts.scheme.lower()
         if scheme in ("http", "https"):
             sources.append(FeedSource(arg, "url"))
+            continue
+        if scheme == "file":
+            arg = urllib.request.url2pathname(parts.path)
+        elif scheme and "://" in arg:
+            sources.append(FeedSource(arg, "unsupported"))
             continue
         path = Path(arg)
         if path.is_dir():
@@ -180,6 +190,11 @@ class Poller:
         """Fetch/read, parse and spool one feed; failures end up in the report."""
         report = FeedReport(source.location)
         content_type = base_url = None
+        if source.kind == "unsupported":
+            return self._failed(report, UnsupportedLocationError(
+                f"cannot poll {source.location}: only files, directories, http and https",
+                source=source.location,
+            ))  # fmt: skip
         if source.kind == "url":
             fetched = self.fetcher.fetch(source.location)
             if fetched.status != "ok":
@@ -202,13 +217,10 @@ class Poller:
             try:
                 data = read_feed_file(Path(source.location))
             except (OSError, EOFError, zlib.error) as exc:
-                report.status, report.error_code = "error", "XSCL-C022"
-                report.error = (
-                    f"cannot read {source.location}: {getattr(exc, 'strerror', None) or exc}"
-                )
-                return report, [
-                    DeadLetter(source.location, None, self.stream, None, report.error, "XSCL-C022")
-                ]
+                reason = getattr(exc, "strerror", None) or exc
+                return self._failed(report, FeedFileError(
+                    f"cannot read {source.location}: {reason}", source=source.location
+                ))  # fmt: skip
         result = parse_feed(
             data,
             source=source.location,
@@ -241,6 +253,13 @@ class Poller:
         report.new = sum(1 for o in offsets if o is not None)
         report.duplicate = len(offsets) - report.new
         return report, result.dead_letters
+
+    def _failed(
+        self, report: FeedReport, error: ConnectorIOError
+    ) -> tuple[FeedReport, list[DeadLetter]]:
+        """The report and dead letter of a feed that could not be read at all."""
+        report.status, report.error_code, report.error = "error", error.code, error.message
+        return report, [DeadLetter.from_error(error, stream=self.stream)]
 
     def _write_dead_letters(self, letters: list[DeadLetter]) -> None:
         if self.dead_letter_out is None or not letters:

@@ -1,6 +1,7 @@
 """The durable spool: an append-only, crash-safe, deduplicated log of documents.
 
-This is the replayable source of the streaming job (DESIGN.md "checkpoint layer"):
+This is the replayable source of the streaming job (docs/architecture.md, "Connectors
+and the durable spool"):
 every document gets a global offset (0, 1, 2, ... with no gaps), and any range of
 offsets can be read back, from any process, as often as needed, always with the
 same content.

@@ -9,7 +9,6 @@ renamed, dead letters first, so a complete-looking output is complete.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,20 +68,9 @@ def run_batch(
         before = len(engine.stats.rejections)
         results.extend(engine.process_one(item.stream, item.docid, item.ts_micros, item.xml))
         for rejected in engine.stats.rejections[before:]:
-            dead.append(
-                json.dumps(
-                    {
-                        "source": str(input_path),
-                        "line": line,
-                        "stream": rejected.stream,
-                        "docid": rejected.docid,
-                        "reason": rejected.reason,
-                        "code": rejected.code,
-                    },
-                    ensure_ascii=False,
-                    separators=(",", ":"),
-                )
-            )
+            source, reason, code = str(Path(input_path)), rejected.reason, rejected.code
+            letter = DeadLetter(source, line, rejected.stream, rejected.docid, reason, code)
+            dead.append(letter.to_json())
     results.sort(key=lambda r: (r.query, r.result_id))
     write_lines_atomically(dead_path, dead)
     write_lines_atomically(output, (r.to_json_line() for r in results))

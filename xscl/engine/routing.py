@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.matcher import match_document
@@ -75,8 +76,13 @@ def salt_of(stream: str, docid: str, salts: int) -> int:
 
 
 def dead_line(offset: int, stream: str, docid: str, reason: str, code: str) -> bytes:
-    """One dead-letter record as a JSON line (the dead letters' format)."""
-    record = {"offset": offset, "stream": stream, "docid": docid, "reason": reason, "code": code}
+    """One dead letter of the job as a JSON line: the spool record's ``offset``, then the
+    one dead-letter record (``connectors.dead_letters``; where it came from is the spool).
+
+    >>> dead_line(7, "S", "d", "late", "XSCL-R008")[:40]
+    b'{"offset":7,"source":null,"line":null,"s'
+    """
+    record = {"offset": offset, **DeadLetter(None, None, stream, docid, reason, code).to_dict()}
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.durable import write_lines_atomically
+from xscl.errors import EventError
 from xscl.events.engine import Engine
 from xscl.events.envelope import Event, read_events
 from xscl.events.reference import evaluate
@@ -66,7 +67,8 @@ def _admitted(
             dead.append(item)
         elif item.stream in program.published:
             reason = f"stream {item.stream!r} is PUBLISHed by a query; only its queries feed it"
-            dead.append(DeadLetter(source, line, item.stream, None, reason, "CEL-E006"))
+            refused = EventError.from_code("CEL-E006", reason, source=source, line=line)
+            dead.append(DeadLetter.from_error(refused, stream=item.stream))
         elif item.stream in program.streams:
             events.append((line, item))
         else:

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xscl.errors import SubscriptionError
 from xscl.events.active_states import ActiveStates, IndexedActiveStates, ScannedActiveStates
 from xscl.events.automaton import Output, State
 from xscl.events.compile import QueryCompiler
@@ -55,7 +56,7 @@ from xscl.lang.cel.ast import Query
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
 from xscl.lang.gc_pause import registering
 
-__all__ = ["OPTIMISATIONS", "Engine", "EngineConfig", "SubscriptionError"]
+__all__ = ["OPTIMISATIONS", "Engine", "EngineConfig"]
 
 Schema = tuple[str, ...]
 _BEFORE_TIME = -(2**63)
@@ -83,10 +84,6 @@ OPTIMISATIONS: dict[str, tuple[str, Any]] = {
     "ai": ("instance_store", scanned_store),
     "fr": ("edge_index", ScannedEdges),
 }
-
-
-class SubscriptionError(ValueError):
-    """A subscription or unsubscription the engine refuses (ids, schemas, readers)."""
 
 
 @dataclass
@@ -153,11 +150,15 @@ class Engine:
         """
         clash = [q.qid for q in program.queries if q.qid in self.subscriptions]
         if clash:
-            raise SubscriptionError(f"query ids already subscribed: {', '.join(clash)}")
+            raise SubscriptionError.from_code(
+                "CEL-S001", f"query ids already subscribed: {', '.join(clash)}"
+            )
         for stream, schema in [*program.streams.items(), *program.published.items()]:
             known = self.schemas.get(stream)
             if known is not None and set(known) != set(schema):
-                raise SubscriptionError(f"stream {stream!r} has attributes {known}, not {schema}")
+                raise SubscriptionError.from_code(
+                    "CEL-S002", f"stream {stream!r} has attributes {known}, not {schema}"
+                )
         for stream, schema in program.streams.items():
             if stream not in self.schemas:
                 self.schemas[stream] = schema
@@ -210,15 +211,15 @@ class Engine:
         """
         subscription = self.subscriptions.get(qid)
         if subscription is None:
-            raise SubscriptionError(f"query {qid!r} is not subscribed")
+            raise SubscriptionError.from_code("CEL-S003", f"query {qid!r} is not subscribed")
         others = [s for s in self.subscriptions.values() if s is not subscription]
         for stream in subscription.published:
             if any(stream in s.published for s in others):
                 continue
             readers = sorted(s.qid for s in others if stream in s.reads)
             if readers:
-                raise SubscriptionError(
-                    f"{qid} PUBLISHes {stream!r}, which {', '.join(readers)} read(s)"
+                raise SubscriptionError.from_code(
+                    "CEL-S004", f"{qid} PUBLISHes {stream!r}, which {', '.join(readers)} read(s)"
                 )
         del self.subscriptions[qid]
         self.network.release(subscription.holding)

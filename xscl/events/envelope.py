@@ -3,8 +3,8 @@
 ``{"stream": "Stock", "start": "...", "end": "...", "attrs": {...}}``, one per
 line; ``start`` defaults to ``end``; timestamps are RFC 3339 or seconds since the
 epoch (the connectors' parser, so CEL and XSCL read time the same way). A bad
-line becomes a ``DeadLetter`` with a stable ``CEL-E00x`` code and never stops
-the input.
+line becomes a ``DeadLetter`` with a stable ``CEL-E00x`` code (``xscl.errors``) and
+never stops the input.
 
 >>> event = parse_event('{"stream": "Stock", "end": "2007-06-01T09:10:00Z",'
 ...                     ' "attrs": {"Name": "IBM", "Price": 90}}')
@@ -13,7 +13,7 @@ the input.
 >>> parse_event('{"stream": "S", "end": 1, "attrs": {"ok": true}}')
 Traceback (most recent call last):
   ...
-xscl.events.envelope.EventError: CEL-E005 attribute 'ok' is true: ...
+xscl.errors.EventError: CEL-E005 attribute 'ok' is true: ...
 """
 
 from __future__ import annotations
@@ -26,38 +26,16 @@ from typing import Any
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import STREAM_NAME, format_ts, json_problem, parse_ts
+from xscl.errors import EventError
 
 __all__ = [
-    "ERROR_CODES",
     "Event",
-    "EventError",
     "Value",
     "parse_event",
     "read_events",
 ]
 
 Value = str | int | float | None
-
-#: Stable codes of bad input events (docs/cel.md section 7.3).
-ERROR_CODES: dict[str, str] = {
-    "CEL-E001": "the line is not a JSON object",
-    "CEL-E002": "an envelope field is missing or has the wrong type",
-    "CEL-E003": "a timestamp is not RFC 3339 or a number of seconds",
-    "CEL-E004": "start is after end",
-    "CEL-E005": "an attribute value is not a string, a finite number or null",
-    "CEL-E006": "the event names a PUBLISHed stream",
-    "CEL-E007": "the event is later than the reorder slack allows",
-}
-
-
-class EventError(ValueError):
-    """A bad event line: ``code`` is one of ``ERROR_CODES``."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code} {message}")
-        self.code = code
-        self.message = message
-
 
 @dataclass(frozen=True)
 class Event:
@@ -93,11 +71,10 @@ def _value(name: str, value: object) -> Value:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if isinstance(value, float) and not math.isfinite(value):
-            raise EventError("CEL-E005", f"attribute {name!r} is not a finite number")
+            raise EventError.from_code("CEL-E005", f"attribute {name!r} is not a finite number")
         return value
     shown = json.dumps(value)[:40]
-    raise EventError(
-        "CEL-E005",
+    raise EventError.from_code("CEL-E005",
         f"attribute {name!r} is {shown}: values are strings, numbers or null",
     )
 
@@ -107,24 +84,26 @@ def parse_event(text: str) -> Event:
     try:
         record = json.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:
-        raise EventError("CEL-E001", json_problem(exc)) from None
+        raise EventError.from_code("CEL-E001", json_problem(exc)) from None
     if not isinstance(record, dict):
-        raise EventError("CEL-E001", f"a JSON {type(record).__name__} is not an event object")
+        kind = type(record).__name__
+        raise EventError.from_code("CEL-E001", f"a JSON {kind} is not an event object")
     stream = record.get("stream")
     if not isinstance(stream, str) or not STREAM_NAME.match(stream):
-        raise EventError("CEL-E002", f"'stream' must be a stream name, not {stream!r}")
+        raise EventError.from_code("CEL-E002", f"'stream' must be a stream name, not {stream!r}")
     attrs = record.get("attrs")
     if not isinstance(attrs, dict):
-        raise EventError("CEL-E002", "'attrs' must be an object of attribute values")
+        raise EventError.from_code("CEL-E002", "'attrs' must be an object of attribute values")
     if "end" not in record:
-        raise EventError("CEL-E002", "'end' is missing")
+        raise EventError.from_code("CEL-E002", "'end' is missing")
     try:
         end = parse_ts(record["end"])
         start = parse_ts(record["start"]) if record.get("start") is not None else end
     except ValueError as exc:
-        raise EventError("CEL-E003", str(getattr(exc, "message", exc))) from None
+        raise EventError.from_code("CEL-E003", str(getattr(exc, "message", exc))) from None
     if start > end:
-        raise EventError("CEL-E004", f"start {record['start']!r} is after end {record['end']!r}")
+        start_end = f"start {record['start']!r} is after end {record['end']!r}"
+        raise EventError.from_code("CEL-E004", start_end)
     values = {str(name): _value(name, value) for name, value in attrs.items()}
     return Event(stream, start, end, values)
 
@@ -142,7 +121,8 @@ def read_events(
         try:
             yield number, parse_event(line)
         except EventError as exc:
-            yield number, DeadLetter(source, number, _stream_of(line), None, exc.message, exc.code)
+            stream = _stream_of(line)
+            yield number, DeadLetter.from_error(exc, source=source, line=number, stream=stream)
 
 
 def _stream_of(line: str) -> str | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import format_ts
+from xscl.errors import EventError
 from xscl.events.envelope import Event
 
 __all__ = ["Epoch", "ReorderBuffer"]
@@ -49,15 +50,12 @@ class ReorderBuffer:
         """Add one arriving event: the epochs it releases, or its dead letter if it is late."""
         if self.latest is not None and event.end < self.latest - self.slack:
             self.late += 1
-            return DeadLetter(
-                None,
-                None,
-                event.stream,
-                None,
+            late = EventError.from_code(
+                "CEL-E007",
                 f"event ending {format_ts(event.end)} arrived after one ending "
                 f"{format_ts(self.latest)}, beyond the reorder slack",
-                "CEL-E007",
             )
+            return DeadLetter.from_error(late, stream=event.stream)
         heapq.heappush(self._heap, (event.end, next(self._sequence), event))
         if self.latest is None or event.end > self.latest:
             self.latest = event.end

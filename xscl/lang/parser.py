@@ -99,6 +99,32 @@ _SPACE = frozenset(" \t\r\n\f\v")
 _QUOTED = {t: f"'{t}'" for t in ("/", "//", "->", "[", "]", "{", "}", ",", "=", ";", "*")}
 _COMPARE_OPS: tuple[CompareOp, ...] = ("!=", "<=", ">=", "=", "<", ">")
 
+
+def xpath_comment_end(text: str, start: int) -> int | None:
+    """The offset just after the XPath comment opened at ``text[start:start + 2] == "(:"``.
+
+    XPath 2.0 comments nest (``(: a (: b :) c :)``) and hold anything else, quotes and
+    brackets included. ``None`` when the comment is not closed.
+
+    >>> text = "true() (: it's (: ] :) :) and x"
+    >>> text[xpath_comment_end(text, 7):]
+    ' and x'
+    """
+    depth, i, n = 0, start, len(text)
+    while i < n - 1:
+        pair = text[i : i + 2]
+        if pair == "(:":
+            depth += 1
+            i += 2
+        elif pair == ":)":
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return None
+
 # Human names of expected tokens (shown in error messages).
 _E_STREAM = "a stream name"
 _E_VAR = "a variable"
@@ -604,7 +630,11 @@ class _Parser:
         return NumberLiteral(Decimal(m.group()))
 
     def raw_expression(self, open_at: int) -> str:
-        """An XPath function predicate up to its matching ``]``, comments removed, trimmed."""
+        """An XPath function predicate up to its matching ``]``, trimmed.
+
+        ``--`` comments are removed; XPath comments ``(: ... :)`` are kept as written,
+        and what they hold (quotes, brackets, ``--``, ``;``) is not scanned.
+        """
         text, n = self.text, self.n
         pos = self.pos
         parts: list[str] = []
@@ -620,6 +650,14 @@ class _Parser:
                         "XSCL-P002", "unterminated string literal", pos, (f"closing {ch}",)
                     )
                 pos = m.end()
+            elif ch == "(" and text.startswith("(:", pos):
+                end = xpath_comment_end(text, pos)
+                if end is None:
+                    raise _Failure(
+                        "XSCL-P011", "unterminated XPath comment in function predicate",
+                        pos, ("':)'",),
+                    )  # fmt: skip
+                pos = end  # kept: elementpath reads it as whitespace
             elif ch == "-" and text.startswith("--", pos):
                 parts.append(text[piece_start:pos])
                 end = text.find("\n", pos)
@@ -678,6 +716,8 @@ class _Parser:
             if ch == "-" and text.startswith("--", i):
                 end = text.find("\n", i)
                 i = n if end < 0 else end
+            elif ch == "(" and text.startswith("(:", i):
+                i = xpath_comment_end(text, i) or n
             elif ch == '"' or (ch == "'" and not (i > 0 and text[i - 1] in _VAR_CHARS)):
                 m = (_SQ_STRING if ch == "'" else _DQ_STRING).match(text, i)
                 if m is not None:

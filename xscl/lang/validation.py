@@ -186,11 +186,18 @@ def _xpath2_parser(namespaces: tuple[tuple[str, str], ...]) -> Any:
 
 
 def xpath2_problem(expression: str, namespaces: tuple[tuple[str, str], ...] = ()) -> str | None:
-    """Why ``expression`` does not parse as XPath 2.0, or ``None`` if it does."""
+    """Why ``expression`` does not parse as XPath 2.0, or ``None`` if it does.
+
+    Any exception of the XPath library is the answer, not only its own errors: its
+    static evaluation of ``count(empty-sequence())`` recurses without end, and a
+    ``RecursionError`` must cost this query (V009), never the run or the others.
+    """
     try:
         _xpath2_parser(namespaces).parse(expression)
     except (elementpath.ElementPathError, SyntaxError, ValueError, TypeError) as exc:
         return str(exc)
+    except Exception as exc:  # the library failed on it: refuse the expression
+        return f"the XPath library failed on it ({type(exc).__name__}: {exc})"
     return None
 
 

@@ -2,9 +2,10 @@
 
 It is the test oracle of every engine and the "Sequential" baseline of the
 benchmarks, so it favours obvious correctness over speed. It shares no code with
-the engines except the AST (``xscl.lang.ast``) and the parser; its errors and
-dead letters use the public codes of ``xscl.errors``, so one fault gets one code
-from every engine and from the reference.
+the engines except the AST (``xscl.lang.ast``) and the parser; its errors use the
+public codes of ``xscl.errors`` and its dead letters the one public record
+(``xscl.connectors.dead_letters``), so one fault gets one code and one line from
+every engine and from the reference.
 
 Public API:
 
@@ -17,14 +18,12 @@ Public API:
 """
 
 from xscl.reference.batch import (
-    InvalidQueries,
     RunSummary,
     deadletter_path_for,
     load_queries,
     run_batch,
 )
 from xscl.reference.documents import (
-    DeadLetter,
     Document,
     EnvelopeStats,
     make_document,
@@ -37,12 +36,10 @@ from xscl.reference.xmltree import normalize_value
 from xscl.reference.xpathfn import EvalStats
 
 __all__ = [
-    "DeadLetter",
     "DocRef",
     "Document",
     "EnvelopeStats",
     "EvalStats",
-    "InvalidQueries",
     "ResultRecord",
     "RunSummary",
     "deadletter_path_for",

@@ -12,15 +12,14 @@ file from an earlier run never survives.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xscl.errors import XsclError
+from xscl.errors import InvalidQueriesError
 from xscl.lang.ast import Query, QueryFile
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
@@ -59,7 +58,9 @@ def deadletter_path_for(output_path: Path) -> Path:
 def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write text lines (newline-terminated, UTF-8) to ``path`` via a temp file and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_name = str(path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp"))
+    # created 0666 less the umask, as a file the user makes (mkstemp would give 0600)
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             for line in lines:
@@ -74,25 +75,20 @@ def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
         raise
 
 
-class InvalidQueries(ValueError):
-    """The query text has syntax or validation errors; ``errors`` holds every one of them."""
-
-    def __init__(self, errors: Sequence[XsclError]) -> None:
-        super().__init__("\n".join(str(error) for error in errors))
-        self.errors = tuple(errors)
-
-
 def load_queries(queries: str | QueryFile | Sequence[Query]) -> list[Query]:
     """Queries from XSCL text (shared parser + validation, batch mode: no catalog) or ASTs.
 
-    Raises ``InvalidQueries`` with every error when any query of the text is invalid.
+    Raises ``InvalidQueriesError`` (``XSCL-V011``) with every error when any query of
+    the text is invalid.
     """
     if isinstance(queries, str):
         result = parse_file(queries)
         valid, validation_errors = validate_all(result.queries, text=queries)
         errors = [*result.errors, *validation_errors]
         if errors:
-            raise InvalidQueries(errors)
+            raise InvalidQueriesError.from_code(
+                "XSCL-V011", f"{len(errors)} invalid quer(ies)", errors=errors
+            )
         return list(valid)
     if isinstance(queries, QueryFile):
         return list(queries.queries)
@@ -127,13 +123,8 @@ def run_batch(
         )
     eval_stats = EvalStats()
     results = evaluate(queries, documents, stats=eval_stats)
-    write_lines_atomically(
-        dead_path,
-        (
-            json.dumps(d.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
-            for d in dead_letters
-        ),
-    )
+    source = str(Path(input_path))
+    write_lines_atomically(dead_path, (replace(d, source=source).to_json() for d in dead_letters))
     write_lines_atomically(output, (record.to_json_line() for record in results))
     per_query: dict[str, int] = {query.qid: 0 for query in queries}
     for record in results:

@@ -4,7 +4,9 @@
 dead-letter records. It never stops on bad input: a line that is not UTF-8 or
 not JSON, an envelope with missing/ill-typed fields, a bad ``ts``, malformed,
 too large or too deep XML, or (with an allowed lateness) a late document becomes
-one ``DeadLetter`` and reading continues.
+one ``DeadLetter`` and reading continues. The record is the one every engine writes
+(``xscl.connectors.dead_letters``: the public output format, like the error codes);
+what goes in it is decided here.
 
 Decisions: blank lines are skipped (they are not documents); envelope keys other
 than ``stream``/``docid``/``ts``/``xml`` are ignored; ``docid`` must be a
@@ -31,6 +33,7 @@ from typing import Any
 
 from lxml import etree
 
+from xscl.connectors.dead_letters import DeadLetter
 from xscl.errors import TimestampError, XmlDocumentError
 from xscl.reference.timestamps import parse_ts
 from xscl.reference.xmltree import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DocTree, parse_xml
@@ -77,26 +80,6 @@ def make_document(
     return Document(stream, docid, ts_micros, xml, tree)
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    """A rejected input line: where, which document (when known), why, and a stable code."""
-
-    line: int
-    stream: str | None
-    docid: str | None
-    reason: str
-    code: str
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "stream": self.stream,
-            "docid": self.docid,
-            "reason": self.reason,
-            "code": self.code,
-        }
-
-
 @dataclass
 class EnvelopeStats:
     """Counters of one ``read_envelopes`` call."""
@@ -128,7 +111,7 @@ def read_envelopes(
     max_ts: int | None = None
 
     def reject(line: int, stream: str | None, docid: str | None, reason: str, code: str) -> None:
-        dead.append(DeadLetter(line, stream, docid, reason, code))
+        dead.append(DeadLetter(None, line, stream, docid, reason, code))
         stats.dead_letters += 1
 
     for number, raw in enumerate(lines, start=1):
@@ -137,7 +120,9 @@ def read_envelopes(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 stats.lines += 1
-                reject(number, None, None, f"line is not valid UTF-8: {exc}", "XSCL-C001")
+                column = len(raw[: exc.start].decode("utf-8")) + 1
+                reason = f"line is not UTF-8 text: byte 0x{raw[exc.start]:02X} at column {column}"
+                reject(number, None, None, reason, "XSCL-C001")
                 continue
         else:
             text = raw

@@ -15,7 +15,8 @@ tokenizer). Prefixed names use the query's ``DECLARE NAMESPACE`` bindings plus
 
 Evaluation is strict XPath 2.0: for example ``contains(author, 'x')`` on an
 element with two ``author`` children is a type error (XPTY0004). Any error
-(static or dynamic) makes the predicate false and is counted in ``EvalStats``.
+(static or dynamic) makes the predicate false and is counted in ``EvalStats``. The
+implicit timezone is UTC.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from elementpath import XPath2Parser, XPathContext
 from elementpath.xpath_tokens import NameToken
 
 from xscl.reference.xmltree import XML_NAMESPACE, DocTree, Node
+
+#: The implicit timezone of a date or time without one: UTC, as a ``ts`` without an
+#: offset is (docs/language.md); without it ``current-dateTime()`` has no timezone.
+IMPLICIT_TIMEZONE = "Z"
 
 #: How many error messages ``EvalStats`` keeps as samples.
 MAX_ERROR_SAMPLES = 20
@@ -118,7 +123,8 @@ class FunctionPredicates:
         try:
             token = self._compile(expression)
             root, item = self._context_item(doc, node)
-            return bool(token.evaluate(XPathContext(root=root, item=item)))
+            context = XPathContext(root=root, item=item, timezone=IMPLICIT_TIMEZONE)
+            return bool(token.evaluate(context))
         except Exception as exc:  # any XPath/elementpath failure is "false, counted"
             self._stats.record_error(f"{expression!r} at node {node.node_id}: {exc}")
             return False

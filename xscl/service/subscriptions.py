@@ -1,4 +1,5 @@
-"""The durable query registry of a streaming job: subscriptions as data (DESIGN.md).
+"""The durable query registry of a streaming job: subscriptions as data
+(docs/architecture.md, "Spark").
 
 A job named NAME under ``--home HOME`` keeps its subscriptions in
 ``HOME/registry/NAME/``, an append-only log of numbered event files written

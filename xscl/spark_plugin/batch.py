@@ -98,8 +98,12 @@ def run_batch(
             batches = _run_once(spark, plan)
         engine_dead = list(_engine_dead_letters(work / _RESULTS))
         for offset, rejected in engine_dead:
-            record = {"source": source, "line": line_of_offset[offset], **rejected}
-            dead.append((line_of_offset[offset], _json(record)))
+            line = line_of_offset[offset]
+            letter = DeadLetter(
+                source, line, rejected["stream"], rejected["docid"], rejected["reason"],
+                rejected["code"],
+            )  # fmt: skip
+            dead.append((line, letter.to_json()))
         records = sorted(read_results(work / _RESULTS), key=lambda r: (r["query"], r["result_id"]))
     dead.sort(key=lambda item: item[0])
     write_lines_atomically(dead_path, (text for _line, text in dead))

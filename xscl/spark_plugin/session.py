@@ -11,7 +11,7 @@ Where things run:
   ``write`` of the sinks, ``mapInArrow`` / ``transformWithStateInPandas`` functions.
   Every Python process must be able to ``import xscl``: install the package (wheel,
   image, packed venv) or put it on ``PYTHONPATH``; ``--py-files`` does not reach the
-  source planner (DESIGN.md, platform facts).
+  source planner, a Python worker the driver JVM starts with its own path.
 
 The embedded default keeps everything under one directory, ``--home`` (default
 ``./xscl-data``): ``checkpoints/`` (Spark checkpoints: offsets, commits, RocksDB

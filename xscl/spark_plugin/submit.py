@@ -14,7 +14,8 @@ and writes one marker per micro-batch under ``HOME/results/NAME/e<epoch>``.
 ``xscl subscribe`` / ``xscl unsubscribe`` change the registry while the job runs.
 
 Ship the package installed or on ``PYTHONPATH`` on every node: ``--py-files`` does not
-reach the Python process that plans the ``xscl-spool`` source (DESIGN.md).
+reach the Python process that plans the ``xscl-spool`` source
+(docs/architecture.md, "Spark").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ limits; its errors (``Stage1Error``, codes ``XSCL-X0xx``) are in :mod:`xscl.erro
 
 from xscl.errors import Stage1Error
 from xscl.xpath.safe_parse import ParseLimits, parse_document
-from xscl.xpath.stage1 import Stage1, Stage1Spec
+from xscl.xpath.stage1 import Stage1
 from xscl.xpath.witness import DocumentRows
 
 __all__ = [
@@ -15,6 +15,5 @@ __all__ = [
     "ParseLimits",
     "Stage1",
     "Stage1Error",
-    "Stage1Spec",
     "parse_document",
 ]

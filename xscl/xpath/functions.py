@@ -216,7 +216,8 @@ class DocumentFunctions:
         token = compile_function(expression)
         try:
             if self._context is None:
-                self._context = XPathContext(root=self._root.getroottree())
+                # the implicit timezone is UTC, as a ts without an offset (docs/language.md)
+                self._context = XPathContext(root=self._root.getroottree(), timezone="Z")
             context = self._context
             context.item = self._item(context, node)
             context.position = 1

@@ -1,10 +1,12 @@
-"""Safe XML parsing for Stage 1 (DESIGN "parse XML with lxml safely").
+"""Safe XML parsing for Stage 1.
 
 lxml is configured so that no entity is ever expanded or fetched
 (``resolve_entities=False``, ``load_dtd=False``, ``no_network=True``) and
 libxml2's own safety limits stay on (``huge_tree=False``).  On top of that:
 
-* documents larger than ``max_bytes`` are refused before parsing;
+* documents larger than ``max_bytes`` (16 MiB of UTF-8, docs/language.md) are
+  refused before parsing, and so is a text node or attribute value longer than
+  libxml2's limit (10,000,000 bytes): both are ``XSCL-X002``;
 * nesting deeper than ``max_depth`` is refused (libxml2 itself stops at 256
   levels while ``huge_tree`` is off, so larger limits have no effect);
 * a document whose tree still holds an entity reference (an entity declared
@@ -29,6 +31,8 @@ from xscl.errors import XmlDocumentError
 
 #: libxml2's fixed depth limit when ``huge_tree`` is off.
 LIBXML2_MAX_DEPTH = 256
+#: The largest document, in UTF-8 bytes as delivered (docs/language.md, ``XSCL-X002``).
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?\bencoding\s*=\s*)(["'])[^"']*\2""")
 _ENCODING_ERRORS = ("encoding", "UTF-8", "Invalid bytes", "Char 0x", "not proper")
@@ -38,7 +42,7 @@ _ENCODING_ERRORS = ("encoding", "UTF-8", "Invalid bytes", "Char 0x", "not proper
 class ParseLimits:
     """Size and depth limits for one document."""
 
-    max_bytes: int = 16 * 1024 * 1024
+    max_bytes: int = MAX_DOCUMENT_BYTES
     max_depth: int = LIBXML2_MAX_DEPTH
 
 
@@ -65,12 +69,17 @@ def _parser() -> etree.XMLParser:
     return parser
 
 
-def _as_bytes(xml: bytes | str) -> bytes:
+def _as_bytes(xml: bytes | str) -> tuple[bytes, int]:
+    """The bytes libxml2 parses and the document's size as delivered (its UTF-8 bytes)."""
     if isinstance(xml, bytes):
-        return xml
+        return xml, len(xml)
     # A str is already decoded: re-encode as UTF-8 and make any declared
     # encoding say so, otherwise libxml2 would decode the bytes a second time.
-    return _DECLARED_ENCODING.sub(r"\1\2UTF-8\2", xml, count=1).encode("utf-8", "surrogatepass")
+    # The size is the delivered text's: the declaration's name is ASCII, so the
+    # rewrite changes characters and bytes alike.
+    rewritten = _DECLARED_ENCODING.sub(r"\1\2UTF-8\2", xml, count=1)
+    data = rewritten.encode("utf-8", "surrogatepass")
+    return data, len(data) - (len(rewritten) - len(xml))
 
 
 def classify_syntax_error(message: str) -> str:
@@ -80,9 +89,13 @@ def classify_syntax_error(message: str) -> str:
     'XSCL-X003'
     >>> classify_syntax_error("Premature end of data in tag a line 1, line 1, column 4")
     'XSCL-X001'
+    >>> classify_syntax_error("Resource limit exceeded: Text node too long, try XML_PARSE_HUGE")
+    'XSCL-X002'
     """
     if "Excessive depth" in message:
         return "XSCL-X003"
+    if "Resource limit exceeded" in message:  # a text node, attribute or name too long
+        return "XSCL-X002"
     if "amplification" in message or "entity reference loop" in message:
         return "XSCL-X005"
     if any(marker in message for marker in _ENCODING_ERRORS):
@@ -97,10 +110,10 @@ def parse_document(xml: bytes | str, limits: ParseLimits = ParseLimits()) -> etr
     or entity-bearing input.  Depth is checked by the caller's tree walk
     (:func:`check_depth` helps callers that do not walk).
     """
-    data = _as_bytes(xml)
-    if len(data) > limits.max_bytes:
+    data, size = _as_bytes(xml)
+    if size > limits.max_bytes:
         raise XmlDocumentError.from_code(
-            "XSCL-X002", f"document of {len(data)} bytes exceeds {limits.max_bytes}"
+            "XSCL-X002", f"document of {size} bytes exceeds {limits.max_bytes}"
         )
     try:
         root = etree.fromstring(data, _parser())

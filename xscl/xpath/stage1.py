@@ -33,24 +33,6 @@ from xscl.xpath.witness import DocumentRows
 _ROOT_ELEMENT_STEPS: tuple[Step, ...] = (Step("/", NodeTest("wildcard")),)
 
 
-@dataclass(frozen=True)
-class Stage1Spec:
-    """Everything a ``Stage1`` was asked for, as plain picklable data.
-
-    The Spark job builds this on the driver (``Stage1.spec``) whenever the
-    subscriptions change and ships it to the executors, which rebuild an
-    equivalent ``Stage1`` (``Stage1.from_spec``) with the **same var ids**, so
-    witnesses computed there are read on the driver without any remapping.
-    """
-
-    limits: ParseLimits
-    #: (var id, definition, uses), by var id
-    definitions: tuple[tuple[int, VarDef, int], ...]
-    values: frozenset[int]
-    nodes: frozenset[int]
-    pairs: tuple[tuple[int, int], ...]
-
-
 @dataclass
 class _Registration:
     definition: VarDef
@@ -95,36 +77,6 @@ class Stage1:
         self.counters: Counter[str] = Counter()
 
     # ------------------------------------------------------------ registry
-    def spec(self) -> Stage1Spec:
-        """The registrations and requirements, to rebuild this Stage 1 elsewhere."""
-        return Stage1Spec(
-            self.limits,
-            tuple(
-                (var_id, reg.definition, reg.refcount)
-                for var_id, reg in sorted(self._registered.items())
-            ),
-            frozenset(self._values),
-            frozenset(self._nodes),
-            tuple(sorted(self._pairs)),
-        )
-
-    @classmethod
-    def from_spec(cls, spec: Stage1Spec) -> Stage1:
-        """A ``Stage1`` that evaluates like the one ``spec`` came from (same var ids)."""
-        stage1 = cls(spec.limits)
-        for var_id, definition, uses in spec.definitions:
-            stage1._ids[definition] = var_id
-            stage1._definitions[var_id] = definition
-            stage1.register(definition)
-            stage1._registered[var_id].refcount = uses
-        for var_id in sorted(spec.values):
-            stage1.require_value(var_id)
-        for var_id in sorted(spec.nodes):
-            stage1.require_nodes(var_id)
-        for parent, child in spec.pairs:
-            stage1.require_pair(parent, child)
-        return stage1
-
     def register(self, definition: VarDef) -> int:
         """Register one more use of ``definition``; returns its stable var id."""
         var_id = self._ids.get(definition)

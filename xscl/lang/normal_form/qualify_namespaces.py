@@ -40,16 +40,23 @@ from xscl.lang.normal_form.paths import (
     rebuild_step,
     replace_block_steps,
 )
-from xscl.lang.parser import XML_NAMESPACE  # the ``xml`` prefix is always bound (spec 2)
+from xscl.lang.parser import (  # the ``xml`` prefix is always bound (spec 2)
+    XML_NAMESPACE,
+    xpath_comment_end,
+)
 
-# Tokens of an XPath expression that may not be rewritten (string literals,
-# comments), and QName prefixes: an NCName followed by ':' and a name start
-# character (so the axis separator '::' is not taken for a prefix), not itself
-# the local part of a QName (but it may follow an axis, 'child::p:a').
+# Tokens of an XPath expression, scanned left to right: those that may not be
+# rewritten (string literals, comments, which nest, variable references) and whole
+# names, so a name is only ever matched from its first character: in ``a-b:c`` the
+# prefix is ``a-b`` (XPath's longest match), while after ``)``, a digit or a space a
+# ``-`` is the operator and ``sum(a:n)-a:m`` has the prefix ``a`` twice. A name is a
+# prefix when ':' and a name start character (or '*') follow, so the axis separator
+# '::' is not taken for one.
 _XPATH_TOKEN = re.compile(
     r"""(?P<string>"(?:[^"]|"")*"|'(?:[^']|'')*')"""
-    r"""|(?P<comment>\(:.*?:\))"""
-    r"""|(?P<prefix>(?<![\w.\-$])(?<![^:]:)[A-Za-z_][\w.\-]*)(?=:[A-Za-z_*])""",
+    r"""|(?P<comment>\(:)"""
+    r"""|(?P<variable>\$[^\W\d][\w.\-]*(?::[^\W\d][\w.\-]*)?)"""
+    r"""|(?P<name>[^\W\d][\w.\-]*)(?P<colon>:(?=[^\W\d]|\*))?""",
     re.DOTALL,
 )
 _BINDING_COMMENT = re.compile(r'\(:xmlns ([A-Za-z_][\w.\-]*)="([^"]*)":\)\s*')
@@ -107,15 +114,26 @@ def qualify_function_text(expression: str, bound: Mapping[str, str]) -> str:
     canonical: dict[str, str] = {}  # uri -> canonical prefix
 
     def substitute(match: re.Match[str]) -> str:
-        prefix = match.group("prefix")
-        if prefix is None or prefix not in bound:
+        prefix = match.group("name")
+        if prefix is None or match.group("colon") is None or prefix not in bound:
             return match.group(0)
         uri = bound[prefix]
         if uri not in canonical:
             canonical[uri] = f"n{len(canonical)}"
-        return canonical[uri]
+        return canonical[uri] + ":"
 
-    body = _XPATH_TOKEN.sub(substitute, expression)
+    pieces: list[str] = []
+    position = 0
+    while match := _XPATH_TOKEN.search(expression, position):
+        pieces.append(expression[position : match.start()])
+        if match.group("comment") is not None:  # comments nest: kept whole
+            end = xpath_comment_end(expression, match.start()) or len(expression)
+            pieces.append(expression[match.start() : end])
+            position = end
+            continue
+        pieces.append(substitute(match))
+        position = match.end()
+    body = "".join(pieces) + expression[position:]
     if not canonical:
         return expression
     header = "".join(

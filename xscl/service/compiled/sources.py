@@ -1,6 +1,6 @@
 """Where a worker takes a subscribe event's compiled queries from: its texts, or the table.
 
-``EventCompiler`` is the one question ``job.queries`` asks per subscribe event.
+``EventCompiler`` is the one question ``live_queries.JobQueries`` asks per subscribe event.
 ``FromTexts`` answers it by parsing the event's query file, normalising and
 assigning templates (once per query shape, ``ShapeMemo``); ``FromTable`` reads the
 rows the compile job wrote (``table``). Both give equal normal forms and

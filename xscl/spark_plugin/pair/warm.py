@@ -4,7 +4,7 @@ A standby's Spark session is started before it waits. What a new primary still p
 on its first micro-batch is the rest of a first run: the streaming query's planning
 and code generation in the JVM, the Python workers (forked, importing pyarrow, pandas
 and xscl), RocksDB opening, and every worker building the subscriptions of the
-registry's version (``job.queries``: ~40 s per 100k subscriptions). ``StandbyWarmer``
+registry's version (``service.live_queries``: ~40 s per 100k subscriptions). ``StandbyWarmer``
 pays it while the standby waits: it runs the job's plan once (``availableNow``) over
 a scratch spool holding the newest ``WARM_RECORDS`` records of the job's spool, with
 the job's own registry and everything else under ``HOME/tmp``, so nothing of the job

@@ -7,7 +7,7 @@ undirected) and labels every vertex that is on an edge with its component
 * ``graphframes_cc.GraphFramesComponents``: GraphFrames' ``connectedComponents``
   (its Scala jar, on the executors' JVMs);
 * ``star.DataFrameComponents``: the same algorithm (large-star / small-star) in
-  DataFrame operations, for where the jar is absent (DESIGN.md: not obtainable here).
+  DataFrame operations, for where the jar is absent (it comes only from Maven).
 
 ``components_for(spark)`` picks GraphFrames when its Python module imports and the
 session's JVM can load ``org.graphframes.GraphFrame`` (``graphframes_loadable``:

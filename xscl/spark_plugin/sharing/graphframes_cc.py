@@ -4,7 +4,7 @@ GraphFrames' default algorithm is the large-star / small-star of ``star``, run b
 its Scala code; local checkpoints cut the lineage between its rounds as ``star``'s
 do, so no checkpoint directory is needed. It does not report its rounds.
 
-Its jar is not obtainable here (DESIGN.md): this path is chosen only when the
+Its jar is not obtainable without Maven: this path is chosen only when the
 session's JVM loads ``org.graphframes.GraphFrame``, and is tested here with a
 stand-in for the ``graphframes`` module, not the real jar.
 

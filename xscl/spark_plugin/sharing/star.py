@@ -2,7 +2,7 @@
 
 The algorithm of Kiveris et al., "Connected Components in MapReduce and Beyond"
 (SoCC 2014), which GraphFrames' ``connectedComponents`` runs too; here for where
-GraphFrames' jar is absent (DESIGN.md). With ``m(u)`` the smallest of ``u`` and its
+GraphFrames' jar is absent (it comes only from Maven). With ``m(u)`` the smallest of ``u`` and its
 neighbours in the step's edge set:
 
 * **large-star**: every neighbour ``v > u`` of ``u`` links to ``m(u)`` instead;
