@@ -13,7 +13,7 @@
    *heavy* (windows INF: 2.5 results per item at 1k, 18 at 10k, ~180 at 100k).
 3. Per workload and subscription count, each run in its own fresh Python process:
    * ``spark`` on every ``--master`` (default ``local[2]``, ``local-cluster[1,1,2048]``
-     and ``local-cluster[2,1,2048]``): ``xscl.spark_plugin.submit.run_job`` with
+     and ``local-cluster[2,1,2048]``): ``xscl.cli.serve.run_job`` with
      ``--once --quiet --max-records-per-batch B``. ``job it/s`` = documents / the job's
      own seconds (query start until it stops); ``results/s`` likewise; p50/p95 of the
      micro-batches' ``triggerExecution``; ``drv py CPU`` = the CPU seconds of the
@@ -200,9 +200,9 @@ def measure_spark(
 ) -> dict[str, Any]:
     """The streaming job in this process: ``run_job`` with ``--once`` on ``master``
     (``job_args``: more ``xscl serve`` options, e.g. ``benchmarks/hot_values``')."""
+    from xscl.cli.serve import build_parser, run_job
     from xscl.results.commit import epoch_folder
     from xscl.spark_plugin.progress import CommittedResults
-    from xscl.spark_plugin.submit import build_parser, run_job
 
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),

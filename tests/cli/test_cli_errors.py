@@ -342,15 +342,15 @@ RSS_QUERIES = EXAMPLES / "rss" / "queries.xscl"
 @pytest.fixture
 def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """``serve`` stops where it would start Spark; the spools it would read are listed."""
-    import xscl.spark_plugin.submit as submit
+    import xscl.spark_plugin.serve as spark_serve
 
     started: list[Path] = []
 
-    def start(args: Any, home: Any, log: Any, spool: Path, lateness: Any, cel: Any = None) -> Any:
-        started.append(spool)
-        return submit.JobReport(0)
+    def start(request: Any) -> Any:
+        started.append(request.spool)
+        return spark_serve.JobReport(0)
 
-    monkeypatch.setattr(submit, "_start", start)
+    monkeypatch.setattr(spark_serve, "serve", start)
     return started
 
 

@@ -55,12 +55,12 @@ def _help_examples() -> Iterator[tuple[str, list[str]]]:
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh working folder with the repository's examples; serve never starts Spark."""
-    import xscl.spark_plugin.submit as submit
+    import xscl.spark_plugin.serve as spark_serve
 
     def start(*_args: Any, **_kwargs: Any) -> Any:
-        return submit.JobReport(0)
+        return spark_serve.JobReport(0)
 
-    monkeypatch.setattr(submit, "_start", start)
+    monkeypatch.setattr(spark_serve, "serve", start)
     work = tmp_path / "work"
     work.mkdir()
     (work / "examples").symlink_to(ROOT / "examples")

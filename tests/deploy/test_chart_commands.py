@@ -34,7 +34,7 @@ from tests.deploy.chartkit import (
     render_profile,
 )
 from xscl.cli.main import build_parser as xscl_parser
-from xscl.spark_plugin.submit import build_parser as submit_parser
+from xscl.cli.serve import build_parser as submit_parser
 
 PROFILES = ("default", "operator", "production", "pair")
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xscl.cli.job_args import add_job_arguments
-from xscl.errors import XsclSyntaxError
+from xscl.connectors.spool import read_head
+from xscl.errors import ConnectorIOError, XsclSyntaxError
+
+if TYPE_CHECKING:
+    from xscl.spark_plugin.serve import JobReport
+
+#: What to do about a home that cannot be written.
+HOME_ADVICE = "pass a --home you can write to"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,18 +53,139 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 SURVEY_MAX_BYTES = 1 << 20
 
 
-def run(args: argparse.Namespace) -> int:
-    from xscl.cli.common import cannot_read
-    from xscl.lang.source import read_source
-    from xscl.spark_plugin.submit import run as run_job
+def build_parser() -> argparse.ArgumentParser:
+    """The job's own parser (``spark-submit xscl/spark_plugin/submit.py ...``)."""
+    parser = argparse.ArgumentParser(
+        prog="xscl.spark_plugin.submit",
+        description="Run XSCL queries continuously over a spool with Spark Structured Streaming.",
+    )
+    add_job_arguments(parser)
+    return parser
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job; exit 0 when it ends normally, 2 on bad queries or arguments."""
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``xscl serve`` with parsed options; the exit code."""
+    return run_job(args).exit_code
+
+
+def run_job(args: argparse.Namespace) -> JobReport:
+    """Run the job with parsed options (driver); what it did.
+
+    Everything a user can get wrong is checked before Spark starts and said in one
+    line: exit 2 for an unreadable or invalid ``--queries`` or a bad option, 1 for a
+    ``--home`` or ``--output`` that cannot be written or a spool that cannot be read.
+    Then ``spark_plugin.serve`` runs the job from one frozen ``ServeRequest``.
+    """
+    from xscl.cli.common import cannot_read, load_queries, parse_duration, print_errors
+    from xscl.lang.source import read_source
+    from xscl.service.subscriptions import SubscriptionLog
+    from xscl.spark_plugin import serve as spark_serve
+    from xscl.spark_plugin.serve import JobReport
+    from xscl.spark_plugin.session import XsclHome
+
+    lateness = None
+    if args.allowed_lateness is not None:
+        try:
+            lateness = parse_duration(args.allowed_lateness)
+        except ValueError as exc:
+            print(f"xscl serve: --allowed-lateness: {exc}", file=sys.stderr)
+            return JobReport(2)
+    text = None
     if args.queries:
         try:
             text = read_source(args.queries)
         except (OSError, XsclSyntaxError) as exc:
-            return cannot_read("serve", args.queries, exc, option="--queries")
+            return JobReport(cannot_read("serve", args.queries, exc, option="--queries"))
         _warn_unmatched(args, text)
-    return run_job(args)
+    home = XsclHome(Path(args.home).resolve())
+    problem = _unwritable(args)
+    if problem is not None:
+        print(f"xscl serve: {problem}", file=sys.stderr)
+        return JobReport(1)
+    log = SubscriptionLog(home.registry / args.name)
+    if text is None and not log.versions():
+        print(
+            f"xscl serve: no queries: give --queries FILE or 'xscl subscribe FILE --home "
+            f"{args.home} --name {args.name}' first",
+            file=sys.stderr,
+        )
+        return JobReport(2)
+    if text is not None and log.versions():
+        # an empty registry is seeded by the primary (_run_primary): two instances
+        # started at once must not both subscribe the file
+        loaded = load_queries(args.queries)
+        if loaded.errors:
+            print_errors(loaded.errors, source=args.queries)
+            return JobReport(2)
+        if set(log.current()) != {q.qid for q in loaded.queries}:
+            print(
+                f"xscl serve: the job's registry {log.folder} already holds other "
+                "subscriptions; --queries is ignored (use 'xscl subscribe' / 'xscl unsubscribe')",
+                file=sys.stderr,
+            )
+    spool = Path(args.spool).resolve() if args.spool else home.spool
+    try:
+        waiting = read_head(spool)
+    except OSError as exc:  # a ConnectorIOError too: a damaged HEAD
+        print(f"xscl serve: cannot read the spool {spool}: {_reason(exc)}; give --spool "
+              "the folder 'xscl poll --spool' fills", file=sys.stderr)  # fmt: skip
+        return JobReport(1)
+    if waiting == 0:
+        print(f"xscl serve: nothing in the spool {spool}: fill it with `xscl poll --spool "
+              f"{spool} FEED...`", file=sys.stderr)  # fmt: skip
+    cel = None
+    if getattr(args, "cel_queries", None):
+        from xscl.spark_plugin.cel import serve as cel_serve
+
+        xscl_queries = list(log.current().values()) if log.versions() else []
+        if not xscl_queries and text is not None:
+            xscl_queries = list(load_queries(args.queries).queries)
+        cel = cel_serve.check(args.cel_queries, args.cel_reorder_slack, xscl_queries)
+        if cel is None:
+            return JobReport(2)
+    request = spark_serve.ServeRequest(
+        home=home, name=args.name, spool=spool, queries=args.queries, master=args.master,
+        once=args.once, quiet=args.quiet, output=args.output, allowed_lateness=lateness,
+        results_format=args.results_format, feed_entries=args.feed_entries,
+        state_partitions=args.state_partitions, value_groups=args.value_groups,
+        hot_salts=args.hot_salts, hot_threshold=args.hot_threshold,
+        max_records_per_batch=args.max_records_per_batch, trigger_seconds=args.trigger_seconds,
+        lease=args.lease, lease_seconds=args.lease_seconds, renew_seconds=args.renew_seconds,
+        lease_name=args.lease_name, lease_namespace=args.lease_namespace, cel=cel,
+    )  # fmt: skip
+    return spark_serve.serve(request)
+
+
+def _unwritable(args: argparse.Namespace) -> str | None:
+    """Why the job could not write its ``--home`` or ``--output``; None when it can."""
+    from xscl.cli.common import OUTPUT_ADVICE, unwritable_file, unwritable_folder
+
+    problem = unwritable_folder(args.home)
+    if problem is not None:
+        return f"cannot write --home {args.home}: {problem}; {HOME_ADVICE}"
+    if args.output:
+        problem = unwritable_file(args.output)
+        if problem is not None:
+            return f"cannot write --output {args.output}: {problem}; {OUTPUT_ADVICE}"
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for an error reading or writing a path."""
+    from xscl.cli.common import os_error_reason
+
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, OSError) and not isinstance(exc, ConnectorIOError):
+        return os_error_reason(exc)
+    return str(exc)
+
+
 
 
 def _warn_unmatched(args: argparse.Namespace, text: str) -> None:

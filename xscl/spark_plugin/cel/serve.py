@@ -59,29 +59,38 @@ def check(path: str, slack_text: str, xscl_queries: list[Query]) -> CelServe | N
 
 
 def start(
-    spark: Any, cel: CelServe, args: Any, home: Path, epoch: int, registry: Path, fence: str | None
+    spark: Any,
+    cel: CelServe,
+    home: Path,
+    name: str,
+    epoch: int,
+    registry: Path,
+    fence: str | None,
+    once: bool,
+    trigger_seconds: float,
+    feed_entries: int,
 ) -> Any:
     """Fork the CEL job's epoch folders and start its query (driver); the StreamingQuery."""
     from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
 
-    xscl = EpochFolders(home, args.name, epoch)
-    folders = EpochFolders(home, f"{args.name}.cel", epoch)
+    xscl = EpochFolders(home, name, epoch)
+    folders = EpochFolders(home, f"{name}.cel", epoch)
     start_epoch(folders)
     plan = CelPlan(
         cel_queries=cel.path,
         catalog=cel.catalog,
         output=str(folders.results),
         checkpoint=str(folders.checkpoint),
-        name=f"{args.name}.cel",
+        name=f"{name}.cel",
         xscl_results=str(xscl.results_root),
         xscl_checkpoints=str(xscl.checkpoint.parent),
         xscl_registry=str(registry),
-        events=str(events_folder(home, args.name)),
+        events=str(events_folder(home, name)),
         slack=cel.slack,
-        once=args.once,
-        trigger_seconds=args.trigger_seconds,
-        feed_entries=args.feed_entries,
+        once=once,
+        trigger_seconds=trigger_seconds,
+        feed_entries=feed_entries,
         fence=fence,
     )
     return start_cel_job(spark, plan)

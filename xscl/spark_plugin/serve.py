@@ -1,0 +1,404 @@
+"""``xscl serve`` on Spark: the job's lease, its epoch, its one streaming query (driver).
+
+The command line checks everything a user can get wrong before Spark starts and hands
+this module one frozen ``ServeRequest`` (``xscl.cli.serve``). Then the instance takes
+the job's lease or stands by until it lapses (``xscl.service.pair``: a second instance
+is a standby), seeds the subscription registry (``HOME/registry/NAME``) from
+``--queries`` when it is empty, forks its epoch's folders from the last committed batch
+(``service.pair.epochs``), builds the one Spark plan (``job.plan``) and waits: Stage 1,
+the joins (state in Spark's RocksDB state store under ``HOME/checkpoints/NAME/e<epoch>``),
+result records, dead letters and Atom feeds all run in executor tasks; the driver's
+commit checks the lease, renames the tasks' files and writes one marker per micro-batch
+under ``HOME/results/NAME/e<epoch>``. ``xscl subscribe`` / ``xscl unsubscribe`` change
+the registry while the job runs.
+
+Where it runs: the driver, once per ``xscl serve`` (or spark-submit of ``submit.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from xscl.connectors.durable import write_atomically
+from xscl.errors import SubscriptionError
+from xscl.results.read import count_results, read_results
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.cel.serve import CelServe
+from xscl.spark_plugin.progress import BatchProgress, CommittedResults, parsed_progress
+from xscl.spark_plugin.session import XsclHome
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """One checked ``xscl serve`` run: plain values only (``xscl.cli.serve`` builds it)."""
+
+    home: XsclHome
+    name: str
+    spool: Path
+    #: the queries file that seeds an empty registry (None: the registry's own)
+    queries: str | None
+    master: str | None = None
+    once: bool = False
+    quiet: bool = False
+    #: with ``once``: where the result set is written at the end
+    output: str | None = None
+    allowed_lateness: int | None = None
+    results_format: str = "jsonl"
+    feed_entries: int = 200
+    state_partitions: int | None = None
+    value_groups: int | None = None
+    hot_salts: int = 8
+    hot_threshold: int = 500
+    max_records_per_batch: int | None = None
+    trigger_seconds: float = 1.0
+    lease: str = "file"
+    lease_seconds: float = 3.0
+    renew_seconds: float = 1.0
+    lease_name: str | None = None
+    lease_namespace: str | None = None
+    cel: CelServe | None = None
+
+
+@dataclass
+class JobReport:
+    """What one run of the job did (driver): for ``xscl serve``, tests and benchmarks."""
+
+    exit_code: int
+    #: spool records this run read (Spark's input rows)
+    documents: int = 0
+    #: results in the results directory at the end (all runs)
+    results: int = 0
+    #: from the streaming query's start until it stopped (counting results is after)
+    seconds: float = 0.0
+    #: one entry per micro-batch of this run, from the ``StreamingQueryListener``
+    batches: list[BatchProgress] = field(default_factory=list)
+
+
+def serve(request: ServeRequest) -> JobReport:
+    """Take the job's lease or stand by until it lapses, then run as primary (driver).
+
+    A standby starts Spark and keeps it warm while it waits (``pair.warm``); as primary
+    the instance forks its epoch's folders from the last committed batch
+    (``service.pair.epochs``) and runs the job there until it ends, or until another
+    instance takes the lease over (exit ``EXIT_FENCED``).
+    """
+    from xscl.errors import JavaNotFoundError, LeaseStoreError
+
+    try:
+        return _start(request)
+    except (JavaNotFoundError, LeaseStoreError) as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(1)
+    except OSError as exc:  # the home changed under us, the disk filled up, ...
+        from xscl.cli.common import os_error_reason
+        from xscl.cli.serve import HOME_ADVICE
+
+        print(f"xscl serve: I/O error: {os_error_reason(exc)} (--home {request.home.root}); "
+              f"{HOME_ADVICE}", file=sys.stderr)  # fmt: skip
+        return JobReport(1)
+
+
+def _compile_subscriptions(spark: Any, registry: str) -> None:
+    """Compile the subscriptions not compiled yet, on the executors (driver, at start;
+    ``compiled.spark_job``). Workers register from the texts what is not compiled, so a
+    failure here only costs their start-up time."""
+    from xscl.spark_plugin.compile_job import compile_registry
+
+    started = time.perf_counter()
+    try:
+        events = compile_registry(spark, registry)
+    except Exception as exc:  # an optimisation: the job runs from the texts
+        print(f"xscl serve: compiling the subscriptions failed (workers register them "
+              f"from their texts): {exc}", file=sys.stderr)  # fmt: skip
+        return
+    if events:
+        seconds = time.perf_counter() - started
+        print(f"xscl serve: compiled subscription event(s) {', '.join(map(str, events))} "
+              f"on the executors in {seconds:.1f} s", file=sys.stderr)  # fmt: skip
+
+
+def _start(r: ServeRequest) -> JobReport:
+    """``serve``, with the errors left to it."""
+    from xscl.service.pair.epochs import newest_epoch
+    from xscl.service.pair.lease import job_lease, pair_folder
+    from xscl.service.pair.member import PairMember, Renewer, StandbyBoard
+
+    home = r.home
+    log = SubscriptionLog(home.registry / r.name)
+    lease = job_lease(
+        r.lease, home.root, r.name, r.lease_seconds, r.lease_name, r.lease_namespace
+    )
+    board = StandbyBoard(pair_folder(home.root, r.name) / "standbys")
+    member = PairMember(
+        lease, board, r.renew_seconds, floor=lambda: newest_epoch(home.root, r.name)
+    )
+    record = member.try_take()
+    spark = None
+    if record is None:  # a standby: Spark is started and kept warm while it waits
+        from xscl.service.pair.epochs import EpochFolders
+        from xscl.spark_plugin.pair.warm import StandbyWarmer
+
+        spark = _session(r)
+        scratch = home.tmp / f"standby-{lease.identity.holder}"
+        plan = _job_plan(r, log, EpochFolders(home.root, r.name, 0))
+        warmer = StandbyWarmer(spark, plan, scratch)
+        try:
+            record = member.stand_by(warm=warmer)
+        finally:
+            warmer.stop()
+        print(f"xscl serve: took the lease over at epoch {record.epoch}", file=sys.stderr)
+    renewer = Renewer(lease, record.epoch, r.renew_seconds, _fenced_exit)
+    renewer.start()
+    try:
+        report = _run_primary(r, log, spark, lease, record.epoch)
+    finally:
+        renewer.stop()
+    if report.exit_code != EXIT_FENCED:
+        lease.release(record.epoch)
+    return report
+
+
+#: Exit code of an instance fenced out by a newer epoch of its lease.
+EXIT_FENCED = 3
+#: Exit code of a job whose results folder could not be written (``XSCL-S023``): the
+#: batch was not committed; restart once the folder is writable again.
+EXIT_UNWRITABLE = 4
+_UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+
+
+def _fenced_exit(reason: str) -> None:
+    """The lease was taken over: say so in one line and stop now (renewer thread)."""
+    from xscl.errors import LeaseLostError
+
+    print(
+        f"xscl serve: {LeaseLostError.default_code} {reason}; this instance "
+        f"(pid {os.getpid()}) stops: nothing it writes from now on is read",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    os._exit(EXIT_FENCED)
+
+
+def _session(r: ServeRequest) -> Any:
+    import xscl
+    from xscl.spark_plugin.session import build_session
+
+    print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
+    return build_session(r.master, f"xscl-{r.name}", home=r.home.root)
+
+
+def _job_plan(
+    r: ServeRequest, log: SubscriptionLog, folders: Any
+) -> Any:
+    """The job's plan over ``folders`` (an epoch's, ``pair.epochs``), without a fence."""
+    from xscl.spark_plugin.job.plan import JobPlan
+
+    return JobPlan(
+        spool=str(r.spool),
+        registry=str(log.folder),
+        output=str(folders.results),
+        checkpoint=str(folders.checkpoint),
+        name=r.name,
+        allowed_lateness=r.allowed_lateness,
+        results_format=r.results_format,
+        feed_entries=r.feed_entries,
+        state_partitions=r.state_partitions,
+        buckets=r.value_groups,
+        hot_folder=str(folders.hot_values),
+        salts=max(1, r.hot_salts),
+        hot_threshold=max(1, r.hot_threshold),
+        max_records_per_batch=r.max_records_per_batch,
+        once=r.once,
+        trigger_seconds=r.trigger_seconds,
+        applied=str(folders.applied),
+    )
+
+
+def _start_cel(
+    spark: Any, r: ServeRequest, cel: CelServe, epoch: int, log: SubscriptionLog, fence: str | None
+) -> Any:
+    """Start the CEL query beside the XSCL one (``cel.serve``); say where it writes."""
+    from xscl.events.event_folder import events_folder
+    from xscl.spark_plugin.cel import serve as cel_serve
+
+    root = r.home.root
+    query = cel_serve.start(
+        spark, cel, root, r.name, epoch, log.folder, fence, r.once, r.trigger_seconds,
+        r.feed_entries,
+    )  # fmt: skip
+    print(
+        f"xscl serve: CEL queries {cel.path} -> {root / 'results' / (r.name + '.cel')} "
+        f"(events: {events_folder(root, r.name)})",
+        file=sys.stderr,
+    )
+    return query
+
+
+def _register_metrics(spark: Any, r: ServeRequest, lease: Any) -> None:
+    """``xscl status``'s figures as gauges of Spark's metrics system (``pair.metrics``)."""
+    from xscl.service.pair.lease import pair_folder
+    from xscl.service.pair.member import StandbyBoard
+    from xscl.service.pair.status import job_status
+    from xscl.spark_plugin.pair.metrics import register_status_source
+
+    root = r.home.root
+    board = StandbyBoard(pair_folder(root, r.name) / "standbys")
+    try:
+        register_status_source(spark, lambda: job_status(root, r.name, lease, r.spool, board))
+    except Exception as exc:  # metrics are a convenience: the job runs without them
+        print(f"xscl serve: status metrics not registered: {exc}", file=sys.stderr)
+
+
+def _run_primary(
+    r: ServeRequest, log: SubscriptionLog, spark: Any, lease: Any, epoch: int
+) -> JobReport:
+    """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
+    from ``--queries`` (only the lease's holder, so two instances never both do).
+
+    With ``r.cel`` the CEL query runs beside the XSCL one; with ``--once`` after it
+    (so it reads every result the XSCL run committed)."""
+    from xscl.cli.common import os_error_reason, print_errors
+    from xscl.cli.serve import HOME_ADVICE
+    from xscl.errors import LegacyHomeError, OutputWriteError
+    from xscl.service.pair.epochs import EpochFolders, start_epoch
+    from xscl.spark_plugin.job.plan import start_job
+    from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
+    from xscl.spark_plugin.progress import ProgressPrinter
+
+    cel = r.cel
+    if r.queries and not log.versions():
+        # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
+        try:
+            log.subscribe(Path(r.queries).read_text(encoding="utf-8"), source=r.queries)
+        except SubscriptionError as exc:
+            print(f"xscl serve: {exc}", file=sys.stderr)
+            print_errors(exc.errors, source=r.queries)
+            return JobReport(2)
+        except OSError as exc:
+            print(f"xscl serve: cannot write the job's registry {log.folder}: "
+                  f"{os_error_reason(exc)}; {HOME_ADVICE}", file=sys.stderr)  # fmt: skip
+            return JobReport(1)
+    folders = EpochFolders(r.home.root, r.name, epoch)
+    try:
+        with unwritable_as_error(str(folders.results_root)):
+            after = start_epoch(folders)
+    except LegacyHomeError as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(2)
+    except OutputWriteError as exc:
+        print(f"xscl serve: {exc}", file=sys.stderr)
+        return JobReport(EXIT_UNWRITABLE)
+    print(
+        f"xscl serve: primary at epoch {epoch}, continuing after batch {after} "
+        f"(checkpoint {folders.checkpoint})",
+        file=sys.stderr,
+    )
+    output = folders.results
+    if spark is None:
+        spark = _session(r)
+    plan = replace(
+        _job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch)
+    )
+    printer = ProgressPrinter(
+        None if r.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
+    )
+    spark.streams.addListener(printer)
+    _compile_subscriptions(spark, plan.registry)
+    started = time.perf_counter()
+    query = start_job(spark, plan)
+    _register_metrics(spark, r, lease)
+    cel_query = None
+    if cel is not None and not r.once:
+        cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
+    try:
+        query.awaitTermination()
+        if cel is not None and r.once and query.exception() is None:
+            cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
+            cel_query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    except Exception:  # StreamingQueryException: reported from query.exception() below
+        pass
+    finally:
+        if cel_query is not None:
+            cel_query.stop()
+        _drain_progress(spark, query, printer)
+    if cel_query is not None and cel_query.exception() is not None:
+        print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
+        return JobReport(1)
+    batches = list(printer.batches)
+    report = JobReport(
+        0,
+        documents=sum(b.documents for b in batches),
+        seconds=time.perf_counter() - started,
+        batches=batches,
+    )
+    if query.exception() is not None:
+        if not lease.holds(epoch):  # the sink's commit found a newer epoch
+            from xscl.service.pair.lease import lost_message
+
+            _fenced_exit(lost_message(epoch, lease.read()))
+        unwritable = _UNWRITABLE.search(str(query.exception()))
+        if unwritable is not None:
+            print(f"xscl serve: {unwritable.group(0)}", file=sys.stderr)
+            report.exit_code = EXIT_UNWRITABLE
+            return report
+        print(f"xscl serve: the streaming query failed: {query.exception()}", file=sys.stderr)
+        report.exit_code = 1
+        return report
+    if r.output:
+        records = sorted(
+            read_results(folders.results_root), key=lambda r: (r["query"], r["result_id"])
+        )
+        write_atomically(Path(r.output), jsonl(records))
+        total = len(records)
+    else:
+        total = count_results(folders.results_root)
+    print(
+        f"xscl: {report.documents} documents read this run; {total} results in total in "
+        f"{folders.results_root} (job {report.seconds:.1f} s)",
+        file=sys.stderr,
+    )
+    report.results = total
+    return report
+
+
+def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0) -> None:
+    """Wait for the last batch's progress event and for the query's termination event
+    (both are delivered asynchronously), then detach the listener.
+
+    Without this the process may exit while Spark still calls the listener, which
+    logs Py4J errors and loses the last progress line. A caught-up run has no batch
+    with documents, so it only waits for the termination event (milliseconds).
+    """
+    deadline = time.monotonic() + timeout
+    last = query.lastProgress
+    if last is not None and parsed_progress(last).documents > 0:
+        batch_id = int(last["batchId"])
+        while time.monotonic() < deadline:
+            if any(b.batch_id >= batch_id for b in list(printer.batches)):
+                break
+            time.sleep(0.1)
+    printer.terminated.wait(max(0.0, min(10.0, deadline - time.monotonic())))
+    spark.streams.removeListener(printer)
+
+
+def jsonl(items: Sequence[dict[str, Any]]) -> bytes:
+    """Compact JSON Lines, UTF-8."""
+    text = "".join(json.dumps(i, ensure_ascii=False, separators=(",", ":")) + "\n" for i in items)
+    return text.encode("utf-8")
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
