@@ -49,14 +49,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-import workload  # sibling module of this script
+import mixed  # sibling modules of this script
+import workload
 from rss_memory import PeakRss, current_rss  # benchmarks/rss_memory.py
 
 LEAVES = 8
@@ -147,6 +148,7 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
     from xscl.cli.common import load_queries
     from xscl.engine import LocalEngine
 
+    wall0, cpu0 = time.perf_counter(), sum(os.times()[:2])
     items = workload.read_items(spool)
     start = time.perf_counter()
     loaded = load_queries(queries)
@@ -162,6 +164,10 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
         results += len(engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml))
     seconds = time.perf_counter() - start
     return {
+        # the whole run, as ``xscl run --engine local`` pays it: items read, queries
+        # parsed and registered, every item processed (the COST's denominator)
+        "total_wall_s": time.perf_counter() - wall0,
+        "total_cpu_s": sum(os.times()[:2]) - cpu0,
         "subscriptions": len(loaded.queries),
         "templates": engine.template_count,
         "parse_s": parse_s,
@@ -206,9 +212,10 @@ def measure_spark(
 
     argv = [
         "--queries", str(queries), "--spool", str(spool), "--home", str(home),
-        "--master", master, "--once", "--quiet", "--max-records-per-batch", str(batch),
-        "--results-format", results_format, *job_args,
+        "--master", master, "--once", "--quiet", "--results-format", results_format, *job_args,
     ]  # fmt: skip
+    if batch:  # 0: the whole backlog in one micro-batch, as a first start on a full spool
+        argv += ["--max-records-per-batch", str(batch)]
     before = current_rss()
     start = time.perf_counter()
     own_before = sum(os.times()[:2])
@@ -323,7 +330,7 @@ def worker(args: argparse.Namespace) -> int:
             queries,
             spool,
             Path(args.home),
-            args.batch,
+            args.batch[0],
             args.master[0],
             args.results_format[0],
             args.job_args.split(),
@@ -364,52 +371,56 @@ def mib(value: float) -> str:
     return f"{value / 2**20:,.1f} MiB"
 
 
-def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
+def ratio(numerator: float | None, denominator: float | None) -> str:
+    return "-" if not numerator or not denominator else f"{numerator / denominator:.2f}"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """One row per (workload, subscriptions, batch size, master); COST columns first."""
     head = (
-        f"{'workload':>9} | {'subs':>7} | {'master':>23} | {'job it/s':>8} | {'steady it/s':>11} | "
-        f"{'1st batch':>9} | {'results/s':>9} | "
+        f"{'workload':>9} | {'subs':>7} | {'batch':>6} | {'master':>23} | {'items':>6} | "
+        f"{'job CPU':>8} | {'local CPU':>9} | {'COST cpu':>8} | {'job wall':>8} | "
+        f"{'local wall':>10} | {'COST wall':>9} | {'job it/s':>8} | {'steady it/s':>11} | "
         f"{'p50 batch':>9} | {'p95 batch':>9} | {'drv py CPU':>10} | {'task max/mean':>13} | "
-        f"{'state':>10} | {'local it/s':>10} | {'local/spark':>11} | {'local/steady':>12} | "
-        f"{'seq it/s':>9} | "
-        f"{'results spark/local':>19}"
+        f"{'seq it/s':>9} | {'results spark/local':>19}"
     )
     print(head)
     print("-" * len(head))
     for row in rows:
-        n, spark, local, seq = row["n"], row["spark"], row["local"], row.get("seq")
+        spark, local, seq = row["spark"], row["local"], row.get("seq")
         master = spark.get("master", row.get("master", "?"))
+        batch = str(row["batch"]) if row["batch"] else "all"
+        l_cpu = l_wall = None
+        if "error" not in local:
+            l_cpu, l_wall = local["total_cpu_s"], local["total_wall_s"]
         if "error" in spark:
-            s_job = steady = first = rps = p50 = p95 = cpu = skew = state = ratio = "ERR"
-            s_results = steady_ratio = "ERR"
+            cells = ["ERR"] * 9
+            s_results = "ERR"
+            items = "-"
         else:
-            s_job = fmt_rate(spark["documents"], spark["seconds"])
-            steady = fmt_rate(spark["steady_items"], spark["steady_s"])
-            first_ms = spark["first_batch_ms"]
-            first = "-" if first_ms is None else f"{first_ms / 1000:.1f} s"
-            rps = fmt_rate(spark["results"], spark["seconds"])
-            p50 = f"{spark['p50_ms'] / 1000:.2f} s" if spark["p50_ms"] is not None else "-"
-            p95 = f"{spark['p95_ms'] / 1000:.2f} s" if spark["p95_ms"] is not None else "-"
+            durations = spark["p50_ms"], spark["p95_ms"]
             share = spark["driver_cpu_s"] / spark["tree_cpu_s"] if spark["tree_cpu_s"] else 0
-            cpu = f"{100 * share:.0f}%"
             skew = (
                 "-"
                 if spark["task_skew_p50"] is None
-                else (f"{spark['task_skew_p50']:.2f}/{spark['task_skew_max']:.2f}")
+                else f"{spark['task_skew_p50']:.2f}/{spark['task_skew_max']:.2f}"
             )
-            state = mib(spark["state_bytes"])
+            cells = [
+                f"{spark['tree_cpu_s']:.1f} s",
+                ratio(spark["tree_cpu_s"], l_cpu),
+                f"{spark['wall']:.1f} s",
+                ratio(spark["wall"], l_wall),
+                fmt_rate(spark["documents"], spark["seconds"]),
+                fmt_rate(spark["steady_items"], spark["steady_s"]),
+                *("-" if d is None else f"{d / 1000:.2f} s" for d in durations),
+                f"{100 * share:.0f}%",
+                skew,
+            ]
             s_results = str(spark["results"])
-            ratio = steady_ratio = "-"
-            if "error" not in local and spark["seconds"]:
-                local_rate = local["items"] / local["seconds"]
-                ratio = f"{local_rate / (spark['documents'] / spark['seconds']):.2f}x"
-                if spark["steady_s"]:
-                    steady_rate = spark["steady_items"] / spark["steady_s"]
-                    steady_ratio = f"{local_rate / steady_rate:.2f}x"
-        if "error" in local:
-            l_rate = l_results = "ERR"
-        else:
-            l_rate = fmt_rate(local["items"], local["seconds"])
-            l_results = str(local["results"])
+            items = str(spark["documents"])
+        job_cpu, cost_cpu, job_wall, cost_wall, rate, steady, p50, p95, drv, *rest = cells
+        skew_cell = rest[0] if rest else "ERR"
+        l_results = "ERR" if "error" in local else str(local["results"])
         if seq is None:
             seq_rate = "-"
         elif "error" in seq:
@@ -417,21 +428,24 @@ def print_table(rows: list[dict[str, Any]], items: int, batch: int) -> None:
         else:
             seq_rate = fmt_rate(seq["items"], seq["seconds"], "~" if seq["extrapolated"] else "")
         print(
-            f"{row['workload']:>9} | {n:>7,} | {master:>23} | {s_job:>8} | {steady:>11} | "
-            f"{first:>9} | {rps:>9} | {p50:>9} | "
-            f"{p95:>9} | {cpu:>10} | {skew:>13} | {state:>10} | {l_rate:>10} | {ratio:>11} | "
-            f"{steady_ratio:>12} | "
-            f"{seq_rate:>9} | {s_results + '/' + l_results:>19}"
+            f"{row['workload']:>9} | {row['n']:>7,} | {batch:>6} | {master:>23} | {items:>6} | "
+            f"{job_cpu:>8} | {'-' if l_cpu is None else f'{l_cpu:.1f} s':>9} | {cost_cpu:>8} | "
+            f"{job_wall:>8} | {'-' if l_wall is None else f'{l_wall:.1f} s':>10} | "
+            f"{cost_wall:>9} | {rate:>8} | {steady:>11} | {p50:>9} | {p95:>9} | {drv:>10} | "
+            f"{skew_cell:>13} | {seq_rate:>9} | {s_results + '/' + l_results:>19}"
         )
+    load = os.getloadavg()
     print(
-        f"\nitems = {items} (one stream), --max-records-per-batch {batch}, "
-        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
-        f"{os.getloadavg()[2]:.2f}, {os.cpu_count()} CPUs. drv py CPU = the driver's Python "
+        f"\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs. "
+        "job CPU = every process of the Spark job (driver, JVMs, Python workers), from its "
+        "session's start to its end; local CPU / local wall = `--engine local` in one "
+        "process, reading the items, parsing and registering the queries included; COST "
+        "cpu = job CPU / local CPU, COST wall = job wall / local wall (the COST paper: a "
+        "distributed system against one good thread); batch = --max-records-per-batch "
+        "(all: the whole backlog in one micro-batch); drv py CPU = the driver's Python "
         "process / every process of the job; task max/mean = the slowest join task over "
         "the mean, median and worst over the batches; steady it/s = the batches after the "
-        "first (which starts the Python workers and registers the subscriptions in each); "
-        "local/spark and local/steady = how many times faster the in-process engine is "
-        "(its registration not counted)"
+        "first"
     )
 
 
@@ -448,34 +462,13 @@ def bench(args: argparse.Namespace) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="xscl-spark-rss-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"Spark RSS benchmark ({'quick' if args.quick else 'full'}), work dir {work}")
-    start = time.perf_counter()
-    items, summary = workload.spool_feed_items(folders, work)
-    spool = work / "spool"
-    print(
-        f"spool: {items} items from {summary.feeds} feed files "
-        f"({', '.join(f.name for f in folders)}), poll {summary.new} new / "
-        f"{summary.duplicate} duplicate / {summary.dead_letters} dead letters, "
-        f"{time.perf_counter() - start:.0f} s"
-    )
-    stats = workload.leaf_stats(workload.read_items(spool))
-    max_pairs = items // 20
-    leaves = workload.selective_leaves(stats, LEAVES, max_pairs)
-    left_out = [leaf for leaf in stats[: 2 * LEAVES] if leaf.pairs > max_pairs]
-    print(
-        "leaves (items having it, x=x pairs over the stream): "
-        + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in leaves)
-    )
-    print(
-        f"left out, values repeat (x=x pairs > items/20 = {max_pairs}): "
-        + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in left_out)
-    )
+    generated = {kind: _workload(kind, work, folders) for kind in args.workloads}
     rows: list[dict[str, Any]] = []
-    names = [x.name for x in leaves]
     for kind in args.workloads:
+        spool, draw = generated[kind]
         for n in counts:
             queries = work / f"subs-{kind}-{n}.xscl"
-            window = "INF" if kind == "heavy" else SELECTIVE_WINDOW
-            workload.write_queries(queries, workload.subscriptions(n, names, seed=n, window=window))
+            draw(queries, n)
             common = ["--queries", str(queries), "--spool", str(spool)]
             local = run_worker(["--measure", "local", *common], work / f"local-{kind}-{n}.log")
             print(f"  {kind} {n}: local {json.dumps(local)}", flush=True)
@@ -486,28 +479,31 @@ def bench(args: argparse.Namespace) -> int:
                     work / f"sequential-{n}.log",
                 )
                 print(f"  {n}: sequential {json.dumps(seq)}", flush=True)
-            for master in args.master:
-                for fmt in args.results_format:
-                    plain = master.replace("[", "_").replace("]", "").replace(",", "_")
-                    tag = f"{kind}-{n}-{plain}"
-                    home = work / f"home-{tag}-{fmt}"
-                    shutil.rmtree(home, ignore_errors=True)
-                    spark = run_worker(
-                        ["--measure", "spark", *common, "--home", str(home),
-                         "--batch", str(args.batch), "--master", master,
-                         "--results-format", fmt],
-                        work / f"spark-{tag}-{fmt}.log",
-                    )  # fmt: skip
-                    print(f"  {kind} {n}: spark ({master}, {fmt}) {json.dumps(spark)}", flush=True)
-                    shutil.rmtree(home, ignore_errors=True)
-                    row: dict[str, Any] = {
-                        "n": n, "workload": kind, "master": master, "local": local, "spark": spark
-                    }  # fmt: skip
-                    if seq is not None:
-                        row["seq"] = seq
-                    rows.append(row)
+            for batch in args.batch:
+                for master in args.master:
+                    for fmt in args.results_format:
+                        plain = master.replace("[", "_").replace("]", "").replace(",", "_")
+                        tag = f"{kind}-{n}-{batch}-{plain}"
+                        home = work / f"home-{tag}-{fmt}"
+                        shutil.rmtree(home, ignore_errors=True)
+                        spark = run_worker(
+                            ["--measure", "spark", *common, "--home", str(home),
+                             "--batch", str(batch), "--master", master,
+                             "--results-format", fmt],
+                            work / f"spark-{tag}-{fmt}.log",
+                        )  # fmt: skip
+                        print(f"  {kind} {n} batch {batch}: spark ({master}, {fmt}) "
+                              f"{json.dumps(spark)}", flush=True)  # fmt: skip
+                        shutil.rmtree(home, ignore_errors=True)
+                        row: dict[str, Any] = {
+                            "n": n, "workload": kind, "master": master, "batch": batch,
+                            "local": local, "spark": spark,
+                        }  # fmt: skip
+                        if seq is not None:
+                            row["seq"] = seq
+                        rows.append(row)
     print()
-    print_table(rows, items, args.batch)
+    print_table(rows)
     failures = 0
     for row in rows:
         spark, local = row["spark"], row["local"]
@@ -528,13 +524,61 @@ def bench(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _workload(
+    kind: str, work: Path, folders: Sequence[Path]
+) -> tuple[Path, Callable[[Path, int], None]]:
+    """A workload's spool (made once) and how to write its ``n`` subscriptions."""
+    if kind == "mixed":
+        start = time.perf_counter()
+        count = mixed.spool_mixed_items(work / "mixed")
+        spool = work / "mixed" / "spool"
+        print(f"mixed spool: {count} items (normalized: streams web, youth), "
+              f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+        items = workload.read_items(spool)
+
+        def draw_mixed(path: Path, n: int) -> None:
+            mixed.write_queries(path, mixed.mixed_subscriptions(n, items, seed=n))
+
+        return spool, draw_mixed
+    spool = work / "spool"
+    if not spool.is_dir():
+        start = time.perf_counter()
+        items, summary = workload.spool_feed_items(folders, work)
+        print(
+            f"spool: {items} items from {summary.feeds} feed files "
+            f"({', '.join(f.name for f in folders)}), poll {summary.new} new / "
+            f"{summary.duplicate} duplicate / {summary.dead_letters} dead letters, "
+            f"{time.perf_counter() - start:.0f} s"
+        )
+    stats = workload.leaf_stats(workload.read_items(spool))
+    max_pairs = len(workload.read_items(spool)) // 20
+    leaves = workload.selective_leaves(stats, LEAVES, max_pairs)
+    print(
+        f"{kind}: leaves (items having it, x=x pairs over the stream): "
+        + ", ".join(f"{leaf.name} ({leaf.items}, {leaf.pairs})" for leaf in leaves)
+    )
+    names = [x.name for x in leaves]
+    window = "INF" if kind == "heavy" else SELECTIVE_WINDOW
+
+    def draw(path: Path, n: int) -> None:
+        workload.write_queries(path, workload.subscriptions(n, names, seed=n, window=window))
+
+    return spool, draw
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
         "--quick", action="store_true", help="1k and 10k subscriptions, fewer items"
     )
     parser.add_argument("--counts", type=int, nargs="+", help="subscription counts to run")
-    parser.add_argument("--batch", type=int, default=BATCH_RECORDS, help="max records per batch")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        nargs="+",
+        default=[BATCH_RECORDS],
+        help="max records per micro-batch, each side by side (0: the whole backlog in one)",
+    )
     parser.add_argument("--sample", type=int, default=5, help="Sequential: queries measured")
     parser.add_argument(
         "--master",
@@ -546,10 +590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workloads",
         nargs="+",
-        choices=("selective", "heavy"),
-        default=["selective", "heavy"],
+        choices=("selective", "heavy", "mixed"),
+        default=["selective", "heavy", "mixed"],
         help="selective: windows of " + SELECTIVE_WINDOW + " (few results per item); heavy: "
-        "windows INF (results grow with the subscriptions) (default: both)",
+        "windows INF (results grow with the subscriptions); mixed: what feed users write, "
+        "over two corpora (mixed.py) (default: all three)",
     )
     parser.add_argument(
         "--results-format",

@@ -24,6 +24,7 @@ new_down v6 (from v4), down v3 (from v1; checks v3=v6).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,8 +59,27 @@ class RolePlan:
     trie: dict[int, Any] = field(default_factory=dict)
     rows: int = 0
     max_window: int | None = 0
+    #: per step, how many rows have each var id there (``vars_at``)
+    var_counts: list[Counter[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.var_counts = [Counter() for _ in self.steps]
+
+    def vars_at(self, depth: int) -> set[int]:
+        """The var ids some row has at step ``depth``."""
+        return set(self.var_counts[depth])
+
+    def probe_anchor(self) -> int | None:
+        """The step placing the new document's node that the first value probe starts
+        from (None: the plan probes no value)."""
+        for step in self.steps:
+            if step.kind == "value":
+                return next(d for d, s in enumerate(self.steps) if s.meta == step.anchor)
+        return None
 
     def insert(self, row: QueryRow) -> None:
+        for counts, step in zip(self.var_counts, self.steps, strict=True):
+            counts[row.var_ids[step.meta]] += 1
         node = self.trie
         for step in self.steps[:-1]:
             node = node.setdefault(row.var_ids[step.meta], {})
@@ -73,6 +93,11 @@ class RolePlan:
                 self.max_window = max([self.max_window, *(w for w in row.windows if w is not None)])
 
     def delete(self, row: QueryRow) -> None:
+        for counts, step in zip(self.var_counts, self.steps, strict=True):
+            var = row.var_ids[step.meta]
+            counts[var] -= 1
+            if not counts[var]:
+                del counts[var]
         path: list[tuple[dict[int, Any], int]] = []
         node = self.trie
         for step in self.steps:

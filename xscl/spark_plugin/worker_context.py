@@ -6,6 +6,10 @@ globals of the modules that use it:
 
 * ``queries``: the subscriptions at each registry version (``service.live_queries``):
   built from the compiled table or the texts, then extended event by event;
+* ``decoded``: per job, the value groups' recently decoded documents (``engine.groups.
+  decoded``);
+* ``memory``: per job, the group states this worker wrote, reused when Spark hands
+  the same snapshot back (``engine.groups.stored.GroupMemory``);
 * ``documents``: one spool reader per spool (its segment index walked once);
 * ``trees``: per job (its registry), the parsed documents recently matched (results'
   output and the real string values of matched documents, ``engine.groups.exact``),
@@ -22,8 +26,11 @@ Where it runs: executors (and the driver in local mode), once per Python worker
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.spool_documents import SpoolDocuments
+from xscl.engine.groups.stored import GroupMemory
 from xscl.engine.output import DocumentTrees
 from xscl.results.atom import DEFAULT_CACHE_BYTES, AtomFeedWriter, EntryRenderer
 from xscl.service.live_queries import LiveQueries
@@ -35,6 +42,8 @@ class WorkerContext:
 
     queries: LiveQueries = field(default_factory=LiveQueries)
     _trees: dict[str, DocumentTrees] = field(default_factory=dict)
+    _decoded: dict[str, DecodedDocs] = field(default_factory=dict)
+    _memory: dict[str, GroupMemory[Any]] = field(default_factory=dict)
     renderer: EntryRenderer = field(
         default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4)
     )
@@ -46,6 +55,20 @@ class WorkerContext:
         found = self._trees.get(registry)
         if found is None:
             found = self._trees[registry] = DocumentTrees()
+        return found
+
+    def decoded(self, registry: str) -> DecodedDocs:
+        """The decoded value-group documents of the job whose registry is ``registry``."""
+        found = self._decoded.get(registry)
+        if found is None:
+            found = self._decoded[registry] = DecodedDocs()
+        return found
+
+    def memory(self, registry: str) -> GroupMemory[Any]:
+        """The live group states this worker wrote for the job of ``registry``."""
+        found = self._memory.get(registry)
+        if found is None:
+            found = self._memory[registry] = GroupMemory()
         return found
 
     def documents(self, spool: str) -> SpoolDocuments:

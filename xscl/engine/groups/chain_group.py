@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 
 from xscl.engine.groups.codec import decode, encode_state
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
-from xscl.engine.groups.stored import StoredDoc, StoredDocs
+from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
 from xscl.engine.join_state import JoinState
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import CHAIN
@@ -36,7 +36,18 @@ class ChainGroup:
     """See the module docstring."""
 
     def __init__(self, snapshot: bytes | None, context: GroupContext) -> None:
-        self.stored = StoredDocs.load(snapshot)
+        live = None
+        if snapshot is not None and context.memory is not None:
+            live = context.memory.take(context.group, token_of(snapshot))
+        self.stored: StoredDocs
+        self.state: JoinState
+        if isinstance(live, tuple):  # what this worker kept: the documents, decoded
+            self.stored, self.state = live
+        else:
+            self.stored = StoredDocs.load(snapshot)
+            self.state = JoinState()
+            for entry in self.stored.docs:
+                self.state.store(decode(entry.data))
         self.context = context
 
     def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
@@ -46,11 +57,10 @@ class ChainGroup:
         stored = self.stored
         plans = list(subs.plans(CHAIN))
         bounds = horizons(context.allowed_lateness, subs.reach(CHAIN), docs)
+        state = self.state
         if bounds is not None:
             stored.evict(bounds[0])
-        state = JoinState()
-        for entry in stored.docs:
-            state.store(decode(entry.data))
+            state.evict(bounds[0])
         emitted: set[str] = set()
         for doc in sorted(docs, key=lambda d: d.seq):
             queue: deque[DocState] = deque([decode(doc.data)])
@@ -76,6 +86,7 @@ class ChainGroup:
                 stored.add(StoredDoc(current.seq, current.ts, (), data))
         if bounds is not None:
             stored.evict(bounds[1])
+            state.evict(bounds[1])
 
     def _published(self, stream: str, record: ResultRecord, seq: int) -> DocState | None:
         """A PUBLISHed result as a document of ``stream`` (None: Stage 1 refuses it)."""
@@ -89,7 +100,11 @@ class ChainGroup:
         )
 
     def snapshot(self) -> bytes | None:
-        return self.stored.snapshot()
+        data = self.stored.snapshot()
+        if data is not None and self.context.memory is not None:
+            live = (self.stored, self.state)
+            self.context.memory.keep(self.context.group, self.stored.token, live)
+        return data
 
     def hot_values(self) -> list[str]:
         return []

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.stored import GroupMemory
 from xscl.engine.output import ResultRecord
 from xscl.engine.records import RecordBuilder
 from xscl.engine.subscriptions import Subscriptions
@@ -99,6 +101,11 @@ class GroupContext:
     allowed_lateness: int | None
     #: a value with more documents stored under it here is reported hot (None: never)
     hot_threshold: int | None = None
+    #: the worker's decoded value-group documents of this job (None: decode each time)
+    decoded: DecodedDocs | None = None
+    #: the worker's live group states of this job, and this group's key (``stored``)
+    memory: GroupMemory[Any] | None = None
+    group: int = 0
 
 
 def horizons(

@@ -6,23 +6,37 @@ in this group (``homes``; empty in the chain group, which keeps every document o
 streams) and its bytes (``codec``), decoded only when a batch needs it. The snapshot
 is one ``marshal``-ed list: a group's state is read and written whole once per batch
 (one blob per group was faster than one state call per value, docs/benchmarks.md).
+Each snapshot starts with a fresh random ``token`` (``TOKEN_BYTES``): a worker that
+still holds the documents it wrote under that token reuses them instead of reading the
+snapshot again (``GroupMemory``); any other snapshot, a replayed batch's older one
+included, is read from its bytes.
 
 >>> docs = StoredDocs.load(None)
 >>> docs.add(StoredDoc(5, 10, ("v",), b"x")); docs.add(StoredDoc(9, 30, ("v", "w"), b"y"))
 >>> docs.index["v"], docs.hot(1), docs.evict(20), docs.index["v"]
 ([0, 1], ['v'], 1, [0])
->>> StoredDocs.load(docs.snapshot()).docs == docs.docs
-True
+>>> snapshot = docs.snapshot()
+>>> StoredDocs.load(snapshot).docs == docs.docs, token_of(snapshot) == docs.token
+(True, True)
 """
 
 from __future__ import annotations
 
 import marshal
+import os
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 #: The snapshot's layout version (a snapshot of another layout is refused).
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
+#: Bytes of the random token a snapshot starts with.
+TOKEN_BYTES = 16
+Live = TypeVar("Live")
+
+
+def token_of(snapshot: bytes) -> bytes:
+    """The token a snapshot was written under."""
+    return snapshot[:TOKEN_BYTES]
 
 
 class StoredDoc(NamedTuple):
@@ -40,12 +54,14 @@ class StoredDocs:
 
     docs: list[StoredDoc] = field(default_factory=list)
     index: dict[str, list[int]] = field(default_factory=dict)
+    #: the token of the snapshot these documents were last written or read as
+    token: bytes = b""
 
     @classmethod
     def load(cls, snapshot: bytes | None) -> StoredDocs:
         if snapshot is None:
             return cls()
-        version, entries = marshal.loads(snapshot)
+        version, entries = marshal.loads(snapshot[TOKEN_BYTES:])
         if version != SNAPSHOT_VERSION:
             raise ValueError(
                 f"join state snapshot of layout {version}, this xscl reads layout "
@@ -53,13 +69,15 @@ class StoredDocs:
             )
         stored = cls([StoredDoc(seq, ts, tuple(homes), data) for seq, ts, homes, data in entries])
         stored.reindex()
+        stored.token = token_of(snapshot)
         return stored
 
     def snapshot(self) -> bytes | None:
-        """The state to keep (None: nothing stored)."""
+        """The state to keep, under a new token (None: nothing stored)."""
         if not self.docs:
             return None
-        return marshal.dumps((SNAPSHOT_VERSION, [tuple(d) for d in self.docs]))
+        self.token = os.urandom(TOKEN_BYTES)
+        return self.token + marshal.dumps((SNAPSHOT_VERSION, [tuple(d) for d in self.docs]))
 
     def reindex(self) -> None:
         self.index = {}
@@ -85,3 +103,30 @@ class StoredDocs:
             self.docs = kept
             self.reindex()
         return dropped
+
+
+class GroupMemory(Generic[Live]):
+    """A worker's live group states, each under the token of the snapshot it wrote.
+
+    Spark hands a group the snapshot its last successful batch wrote. When this worker
+    wrote it, the documents (and what was built from them) are still here: ``take``
+    returns them and the snapshot's bytes are not read again. A replayed batch gets an
+    older snapshot, whose token is not the one kept, and reads its bytes.
+
+    >>> memory: GroupMemory[str] = GroupMemory()
+    >>> memory.keep(7, b"t1", "live"); memory.take(7, b"t1"), memory.take(7, b"t1")
+    ('live', None)
+    """
+
+    def __init__(self) -> None:
+        self._live: dict[int, tuple[bytes, Live]] = {}
+
+    def take(self, group: int, token: bytes) -> Live | None:
+        """What was kept for ``group`` under ``token`` (then forgotten), else None."""
+        kept = self._live.pop(group, None)
+        if kept is None or kept[0] != token:
+            return None
+        return kept[1]
+
+    def keep(self, group: int, token: bytes, live: Live) -> None:
+        self._live[group] = (token, live)

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from xscl.engine.groups.codec import decode
+from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
-from xscl.engine.groups.stored import StoredDoc, StoredDocs
+from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import VALUE
@@ -49,7 +49,10 @@ class ValueGroup:
     """See the module docstring."""
 
     def __init__(self, snapshot: bytes | None, context: GroupContext) -> None:
-        self.stored = StoredDocs.load(snapshot)
+        live = None
+        if snapshot is not None and context.memory is not None:
+            live = context.memory.take(context.group, token_of(snapshot))
+        self.stored = live if isinstance(live, StoredDocs) else StoredDocs.load(snapshot)
         self.context = context
 
     def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
@@ -60,19 +63,20 @@ class ValueGroup:
         bounds = horizons(context.allowed_lateness, subs.reach(VALUE), docs)
         if bounds is not None:
             stored.evict(bounds[0])
-        decoded: dict[int, DocState] = {}
+        cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
         slices: dict[str, Slice] = {}
+        anchors = [(plan, plan.probe_anchor()) for plan in plans]
 
         def state_of(entry: StoredDoc) -> DocState:
-            state = decoded.get(entry.seq)
-            if state is None:
-                state = decoded[entry.seq] = decode(entry.data)
-            return state
+            return cache.get(entry.seq, entry.data)
 
         exact = ExactDocs(context.documents, context.records.trees)
         for doc in sorted(docs, key=lambda d: d.seq):
-            new = decode(doc.data)
+            new = cache.get(doc.seq, doc.data)
             probes = frozenset(doc.probes)
+            # the variables whose values this document probes here: a plan whose probe
+            # starts from none of them can find nothing here (it is owned elsewhere)
+            probing = {var for var, _node, value in new.value_rows if value in probes}
 
             def slice_of(value: str, probes: frozenset[str] = probes) -> Slice:
                 if value not in probes:
@@ -85,7 +89,9 @@ class ValueGroup:
                     slices[value] = part
                 return part
 
-            for plan in plans:
+            for plan, anchor in anchors:
+                if anchor is None or probing.isdisjoint(plan.var_counts[anchor]):
+                    continue
                 for match in match_document(plan, new, slice_of, _no_scan):
                     if not subs.sees(match):
                         continue
@@ -94,7 +100,6 @@ class ValueGroup:
                         yield context.records.record(real)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
                 stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data))
-                decoded[doc.seq] = new
                 for value in doc.homes:
                     part = slices.get(value)
                     if part is not None:
@@ -103,7 +108,10 @@ class ValueGroup:
             stored.evict(bounds[1])
 
     def snapshot(self) -> bytes | None:
-        return self.stored.snapshot()
+        data = self.stored.snapshot()
+        if data is not None and self.context.memory is not None:
+            self.context.memory.keep(self.context.group, self.stored.token, self.stored)
+        return data
 
     def hot_values(self) -> list[str]:
         threshold = self.context.hot_threshold

@@ -85,6 +85,9 @@ class JoinGroups:
             RecordBuilder(queries.subscriptions.record_plan, context.trees(self.registry)),
             self.allowed_lateness,
             self.hot_threshold,
+            context.decoded(self.registry) if kind == "value" else None,
+            context.memory(self.registry),
+            group,
         )
         snapshot = state.get[0] if state.exists else None
         logic: GroupLogic = (
