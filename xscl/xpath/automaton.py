@@ -40,6 +40,12 @@ that technology, after YFilter (Diao et al., 2003):
   (dict for ``=``, bisect for ``<``/``>``...) in O(log n + hits) per value,
   and the set of candidates that passed maps to the target state.  Groups
   and their indexes are shared by every transition with the same candidates.
+* **Function predicates and several predicates.**  The other predicated
+  candidates of a transition go through a screen
+  (:mod:`xscl.xpath.presearch`): by default a presearch index that returns
+  only the candidates whose required literals occur in the element, each
+  then verified by the exact evaluator, its several predicates in the order
+  A-Greedy keeps per predicate tuple (:mod:`xscl.xpath.filter_order`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ from xscl.lang.ast import (
     Step,
 )
 from xscl.xpath.emission import Emission, FixedPairs, merge_emissions
+from xscl.xpath.filter_order import AdaptiveOrder
+from xscl.xpath.functions import FunctionTable
 from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.nodes import local_name, split_name
 from xscl.xpath.predicates import (
@@ -69,6 +77,8 @@ from xscl.xpath.predicates import (
     PredicateEvaluator,
     compile_predicates,
 )
+from xscl.xpath.presearch import CandidateScreen, ScreenFactory
+from xscl.xpath.presearch_terms import Terms, best_terms
 from xscl.xpath.strings import parse_number
 
 StepKey = tuple[Axis, NodeTest, tuple[Predicate, ...]]
@@ -120,6 +130,11 @@ class TrieNode:
     @property
     def has_descendant_children(self) -> bool:
         return any(axis == "//" for axis, _, _ in self.children)
+
+    def terms(self) -> Terms | None:
+        """The presearch terms of the node's function predicates (all must hold: the most
+        selective one's terms are necessary); None: always a candidate."""
+        return best_terms([c.function.terms() for c in self.compiled if c.function is not None])
 
     def chain_from(self, ancestor: TrieNode) -> list[TrieNode]:
         """Trie nodes from ``ancestor`` (included) down to self (included)."""
@@ -330,15 +345,16 @@ class _CandidateChecks:
     (:class:`_PathGroup`); groups whose path is one plain ``/name`` step are
     keyed by that name and looked up from the element's child names, so absent
     names cost nothing.  The rest (several predicates, function predicates) are
-    checked one by one (``generic``).
+    ``generic``: the ``screen`` picks those to verify at an element.
     """
 
-    __slots__ = ("by_child_name", "by_child_tag", "generic", "groups", "self_groups")
+    __slots__ = ("by_child_name", "by_child_tag", "generic", "groups", "screen", "self_groups")
 
     def __init__(
         self,
         candidates: tuple[TrieNode, ...],
         shared: dict[tuple[int, tuple[TrieNode, ...]], _PathGroup],
+        screen: ScreenFactory[TrieNode],
     ) -> None:
         grouped: dict[int, tuple[CompiledPredicate, list[TrieNode]]] = {}
         self.generic: list[TrieNode] = []
@@ -348,6 +364,7 @@ class _CandidateChecks:
                 grouped.setdefault(compiled.path_key, (compiled, []))[1].append(node)
             else:
                 self.generic.append(node)
+        self.screen: CandidateScreen[TrieNode] = screen(self.generic, TrieNode.terms)
         self.by_child_name: dict[str, _PathGroup] = {}
         #: the same by the child's Clark name (filled on first sight; None: no group)
         self.by_child_tag: dict[str, _PathGroup | None] = {}
@@ -405,7 +422,17 @@ class PredicatedTransition:
 class Automaton:
     """The shared automaton of one stream: trie of steps plus lazy DFA cache."""
 
-    def __init__(self, emission_of: Callable[[TrieNode], Emission]) -> None:
+    def __init__(
+        self,
+        emission_of: Callable[[TrieNode], Emission],
+        functions: FunctionTable,
+        screen: ScreenFactory[TrieNode],
+    ) -> None:
+        self._functions = functions
+        self._screen = screen
+        #: A-Greedy's order of each predicate tuple with several predicates, by
+        #: ``predicate_key`` (kept across DFA rebuilds: the profile is the worker's)
+        self.orders: dict[int, AdaptiveOrder] = {}
         self._next_id = 1
         self._predicate_keys: dict[tuple[Predicate, ...], int] = {(): 0}
         self._paths = PathTable()
@@ -465,7 +492,7 @@ class Automaton:
             test,
             predicates,
             predicate_key,
-            compile_predicates(predicates, self._paths),
+            compile_predicates(predicates, self._paths, self._functions),
         )
         self._next_id += 1
         parent.children[key] = child
@@ -651,10 +678,11 @@ class Automaton:
                 if hits:
                     passed.append(hits)
         if checks.generic:
+            verify = self._verify
             held = [
                 node
-                for node in checks.generic
-                if evaluator.check(node.predicate_key, node.compiled, element)
+                for node in checks.screen.candidates(element, evaluator.source_values)
+                if verify(node, element, evaluator)
             ]
             if held:
                 passed.append(frozenset(held))
@@ -673,6 +701,18 @@ class Automaton:
                 cached.by_parts.clear()
             cached.by_parts[parts] = target
         return target
+
+    def _verify(
+        self, node: TrieNode, element: etree._Element, evaluator: PredicateEvaluator
+    ) -> bool:
+        """A screened candidate's predicates at ``element``, several in A-Greedy's order."""
+        compiled = node.compiled
+        if len(compiled) < 2:
+            return evaluator.check(node.predicate_key, compiled, element)
+        order = self.orders.get(node.predicate_key)
+        if order is None:
+            order = self.orders[node.predicate_key] = AdaptiveOrder(len(compiled))
+        return evaluator.check_in_order(node.predicate_key, compiled, element, order)
 
     def target(
         self, state: State, transition: PredicatedTransition, passed: frozenset[TrieNode]
@@ -703,7 +743,9 @@ class Automaton:
         candidates = tuple(_unique(predicated))
         checks = self._checks.get(candidates)
         if checks is None:
-            checks = self._checks[candidates] = _CandidateChecks(candidates, self._groups)
+            checks = self._checks[candidates] = _CandidateChecks(
+                candidates, self._groups, self._screen
+            )
         return PredicatedTransition(frozenset(base), checks)
 
     def attribute_candidates(self, state: State, key: str) -> tuple[tuple[TrieNode, Emission], ...]:
