@@ -118,7 +118,9 @@ def regex_problem(pattern: str, flags: str) -> tuple[str, int | None] | None:
     except RegexError as exc:
         message = str(exc)
         found = _POSITION.search(message)
-        return message.split(": '", 1)[0], int(found.group(1)) if found else 0
+        if found is None:
+            return message, 0
+        return message[: found.end()], int(found.group(1))
     except (re.error, OverflowError) as exc:
         return str(exc), 0
     if nested_quantifier(pattern):
