@@ -76,6 +76,7 @@ from xscl.xpath.predicates import (
     PathTable,
     PredicateEvaluator,
     compile_predicates,
+    initial_order,
 )
 from xscl.xpath.presearch import CandidateScreen, ScreenFactory
 from xscl.xpath.presearch_terms import Terms, best_terms
@@ -711,7 +712,9 @@ class Automaton:
             return evaluator.check(node.predicate_key, compiled, element)
         order = self.orders.get(node.predicate_key)
         if order is None:
-            order = self.orders[node.predicate_key] = AdaptiveOrder(len(compiled))
+            order = self.orders[node.predicate_key] = AdaptiveOrder(
+                len(compiled), initial=initial_order(compiled)
+            )
         return evaluator.check_in_order(node.predicate_key, compiled, element, order)
 
     def target(

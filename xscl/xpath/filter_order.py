@@ -7,10 +7,12 @@ conjunction of commutative filters, a *pipelined filter query* (section
 order decides the cost, and the best order changes when the documents do.
 :class:`AdaptiveOrder` is A-Greedy (section 4.3):
 
-* **Profiler** (4.3.1): one dropped element in ``profile_every`` is
-  *profiled*: every filter is evaluated on it and timed, and the profile
-  tuple (which filters drop it, each one's time) enters a sliding *profile
-  window* of ``window`` tuples, so old data stops counting.
+* **Profiler** (4.3.1): after ``profile_every`` drops (at once until the
+  window is first full) the next dropped element is *profiled*: its filters
+  are timed as they run and, once one drops it, the remaining filters are
+  evaluated too; the profile tuple (which filters drop it, each one's time)
+  enters a sliding *profile window* of ``window`` tuples, so old data stops
+  counting.
 * **Re-optimizer** (4.3.2): the *matrix view* ``V[i][j]`` counts the window's
   tuples dropped by the j-th filter of the current order among those not
   dropped by the first ``i``; ``a[f]`` is filter f's mean time over the
@@ -18,7 +20,12 @@ order decides the cost, and the best order changes when the documents do.
   ``V[i][i] / a[f(i)] >= V[i][j] / a[f(j)]`` for ``i <= j``.  A violation by
   more than the factor ``thrash`` (equation 4.4, against thrashing) re-orders
   from position ``i`` greedily: at each position the remaining filter with
-  the highest conditional drop count per unit of time (Figure 4.7).
+  the highest conditional drop count per unit of time (Figure 4.7; among
+  filters that drop nothing there, the cheaper first).
+
+The first order is the caller's guess (``initial``: the automaton puts
+comparisons before function predicates and regexes last); the profile
+takes over from there.
 
 The view is recomputed from the window on each profile tuple rather than
 updated incrementally (Figure 4.5): the window is small and this happens
@@ -40,9 +47,9 @@ from time import perf_counter_ns
 from typing import Protocol
 
 #: profile one dropped element in this many (the drop-profiling probability, 4.3.1)
-PROFILE_EVERY = 16
+PROFILE_EVERY = 32
 #: profile tuples in the sliding window (4.3.1)
-WINDOW = 64
+WINDOW = 16
 #: re-order only when another filter's rank is this much better (equation 4.4)
 THRASH = 1.25
 
@@ -81,11 +88,12 @@ class AdaptiveOrder:
         self,
         count: int,
         *,
+        initial: tuple[int, ...] | None = None,
         window: int = WINDOW,
         profile_every: int = PROFILE_EVERY,
         thrash: float = THRASH,
     ) -> None:
-        self.order: tuple[int, ...] = tuple(range(count))
+        self.order: tuple[int, ...] = initial if initial is not None else tuple(range(count))
         #: profile tuples: (bit f set when filter f drops, each filter's time in ns)
         self._window: deque[tuple[int, tuple[int, ...]]] = deque(maxlen=window)
         self._times = [0] * count  # per filter: the window's total time
@@ -95,25 +103,32 @@ class AdaptiveOrder:
         self.reorders = 0
 
     def run(self, evaluate: Evaluate) -> bool:
-        for f in self.order:
-            if not evaluate(f):
-                self._drops += 1
-                if self._drops >= self._every:
-                    self._drops = 0
-                    self._profile(evaluate)
-                return False
-        return True
+        window = self._window
+        if self._drops < self._every and len(window) == window.maxlen:
+            for f in self.order:
+                if not evaluate(f):
+                    self._drops += 1
+                    return False
+            return True
+        return self._profiled_run(evaluate)
 
-    def _profile(self, evaluate: Evaluate) -> None:
-        """Evaluate and time every filter on a dropped element; update the order."""
+    def _profiled_run(self, evaluate: Evaluate) -> bool:
+        """Evaluate in order, timing each filter; if the element is dropped, evaluate the
+        remaining filters too and record the profile tuple (4.3.1)."""
+        order = self.order
+        times = [0] * len(order)
         mask = 0
-        times: list[int] = []
-        for f in range(len(self.order)):
+        dropped = False
+        for f in order:
             start = perf_counter_ns()
             held = evaluate(f)
-            times.append(perf_counter_ns() - start + 1)
+            times[f] = perf_counter_ns() - start + 1
             if not held:
                 mask |= 1 << f
+                dropped = True
+        if not dropped:
+            return True
+        self._drops = 0
         window = self._window
         if len(window) == window.maxlen:
             _, old = window[0]
@@ -123,6 +138,7 @@ class AdaptiveOrder:
         for f, spent in enumerate(times):
             self._times[f] += spent
         self._reoptimize()
+        return False
 
     def _rank(self, f: int, alive: list[int]) -> float:
         """Drops per unit of time of filter ``f`` among the tuples ``alive`` (masks)."""
@@ -144,7 +160,7 @@ class AdaptiveOrder:
     def _greedy_from(self, i: int, order: list[int], alive: list[int]) -> None:
         head, rest = order[:i], order[i:]
         while rest:
-            best = max(rest, key=lambda g: self._rank(g, alive))
+            best = max(rest, key=lambda g: (self._rank(g, alive), -self._times[g]))
             head.append(best)
             rest.remove(best)
             alive = [mask for mask in alive if not mask & (1 << best)]

@@ -152,6 +152,28 @@ def compile_predicates(
     return tuple(out)
 
 
+def _cost_class(compiled: CompiledPredicate) -> int:
+    function = compiled.function
+    if function is None:
+        return 0
+    expression = function.expression
+    return 2 if "matches(" in expression or "replace(" in expression else 1
+
+
+def initial_order(predicates: tuple[CompiledPredicate, ...]) -> tuple[int, ...]:
+    """A first guess of the cheapest order (A-Greedy's start, ``xscl.xpath.filter_order``):
+    path and literal comparisons, then function predicates, those with a regex last.
+
+    >>> from xscl.lang.ast import FunctionPredicate, PathPredicate, RelPath
+    >>> table = FunctionTable()
+    >>> written = (FunctionPredicate("matches(., 'a')"), FunctionPredicate("contains(., 'b')"),
+    ...            PathPredicate(RelPath()))
+    >>> initial_order(compile_predicates(written, PathTable(), table))
+    (2, 1, 0)
+    """
+    return tuple(sorted(range(len(predicates)), key=lambda i: _cost_class(predicates[i])))
+
+
 class PredicateEvaluator:
     """Evaluates filter predicates on the nodes of one document.
 
