@@ -7,8 +7,10 @@ Documents: the items and entries of ``../shared/data/feeds-kagi-smallweb`` and
 ``feeds-stream-youthopp``, each reduced to ``<item>`` with ``title``, ``link``,
 ``category``* and ``description`` (the text of the description, summary or
 content).  Keywords are words of those titles and descriptions: a quarter
-from the most frequent 2,000 (they match), the rest drawn from the whole
-vocabulary (most match nothing).  One subscription is one query of a kind:
+drawn from the most frequent 2,000 (they match), the rest the whole
+vocabulary shuffled, each word once, then pairs of words (most match
+nothing), so nearly every subscription is a distinct predicate.  One
+subscription is one query of a kind:
 
 * ``keyword``  ``F//item->x[contains(title, 'w')]``
 * ``prefix``   ``F//item->x[starts-with(lower-case(title), 'w')]``
@@ -50,7 +52,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -139,12 +141,23 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def keywords(frequent: list[str], words: list[str], rng: random.Random) -> Iterator[str]:
+    """A frequent word one time in four, else the next word of the shuffled vocabulary
+    (distinct), then pairs of them once it is used up (distinct, rarely matching)."""
+    pool = list(words)
+    rng.shuffle(pool)
+    fresh = iter(itertools.chain(pool, (f"{a} {b}" for a in pool for b in pool if a != b)))
+    while True:
+        yield rng.choice(frequent) if rng.random() < 0.25 else next(fresh)
+
+
 def queries_text(kind: str, count: int, items: Sequence[str], seed: int = 34) -> str:
     frequent, words = vocabulary(items)
     rng = random.Random(seed)
+    drawn = keywords(frequent, words, rng)
 
     def word() -> str:
-        return rng.choice(frequent) if rng.random() < 0.25 else rng.choice(words)
+        return next(drawn)
 
     def one(n: int, kind: str) -> str:
         if kind == "keyword":

@@ -108,7 +108,7 @@ _UNSEEN: _PathGroup | None = cast("_PathGroup", object())
 MAX_STATES = 200_000
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TrieNode:
     """One shared step prefix.  Identity-hashed: used as a set member."""
 
@@ -121,8 +121,8 @@ class TrieNode:
     compiled: tuple[CompiledPredicate, ...] = ()
     refcount: int = 0
     children: dict[StepKey, TrieNode] = field(default_factory=dict)
-    #: var ids whose definition ends here
-    var_ids: set[int] = field(default_factory=set)
+    #: var ids whose definition ends here (a list: most nodes have none or one)
+    var_ids: list[int] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -498,9 +498,11 @@ class Automaton:
         self._next_id += 1
         parent.children[key] = child
         self.nodes[child.id] = child
-        self._slash[child.id] = _Index()
-        self._desc[child.id] = _Index()
-        index = (self._slash if axis == "/" else self._desc)[parent.id]
+        # a trie node's index of children is made with its first child (most are leaves)
+        indexes = self._slash if axis == "/" else self._desc
+        index = indexes.get(parent.id)
+        if index is None:
+            index = indexes[parent.id] = _Index()
         if test.kind == "text":
             index.text.append(child)
         elif test.kind == "attribute":
@@ -512,8 +514,8 @@ class Automaton:
     def _unlink(self, parent: TrieNode, child: TrieNode) -> None:
         del parent.children[(child.axis, child.test, child.predicates)]
         del self.nodes[child.id]
-        del self._slash[child.id]
-        del self._desc[child.id]
+        self._slash.pop(child.id, None)
+        self._desc.pop(child.id, None)
         index = (self._slash if child.axis == "/" else self._desc)[parent.id]
         bucket: list[TrieNode]
         if child.test.kind == "text":

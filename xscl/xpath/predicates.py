@@ -108,7 +108,7 @@ class PathTable:
         return self._ids.setdefault(path, len(self._ids))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompiledPredicate:
     """A predicate with its relative path interned (``path_key``) and its number parsed."""
 

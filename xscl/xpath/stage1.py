@@ -59,7 +59,7 @@ class Stage1Spec:
     presearch: bool = True
 
 
-@dataclass
+@dataclass(slots=True)
 class _Registration:
     definition: VarDef
     var_id: int
@@ -162,7 +162,8 @@ class Stage1:
             automaton = Automaton(self._emission_of, self.functions, self._screen)
             self._automata[definition.stream] = automaton
         node = automaton.add_path(steps or _ROOT_ELEMENT_STEPS)
-        node.var_ids.add(var_id)
+        if var_id not in node.var_ids:
+            node.var_ids.append(var_id)
         self._registered[var_id] = _Registration(definition, var_id, node, 1)
         self._changed(definition.stream)
         return var_id
@@ -181,7 +182,8 @@ class Stage1:
         self._nodes.discard(var_id)
         for key in [k for k in self._pairs if var_id in k]:
             del self._pairs[key]
-        registration.node.var_ids.discard(var_id)
+        if var_id in registration.node.var_ids:
+            registration.node.var_ids.remove(var_id)
         automaton = self._automata[definition.stream]
         automaton.remove_path(registration.node)
         if automaton.root.refcount == 0:
