@@ -10,7 +10,8 @@ to verify:
   terms (:mod:`xscl.xpath.presearch_terms`: a literal that must occur in a
   source of the element whenever the candidate holds), per source, in one
   multi-pattern matcher (:class:`~xscl.xpath.literal_matcher.LiteralMatcher`).
-  At an element each source's folded value is scanned once, and only the
+  At an element each source's value (folded or as written) is scanned once,
+  and only the
   candidates whose literal was found, plus those without terms, are
   returned.  The cost per element grows with the matched candidates, not
   with the subscriptions (Lucene Monitor's presearcher; Hong 2009 section
@@ -47,10 +48,11 @@ def raw_source_value(element: etree._Element, source: Source) -> str:
     """The string values a source offers, as the verifier sees them, joined by NUL.
 
     >>> item = etree.fromstring('<item a="x"><title>Rust</title><b>1</b><title>Go</title></item>')
-    >>> [raw_source_value(item, s) for s in (("self", ""), ("child", "title"), ("attribute", "a"))]
+    >>> [raw_source_value(item, (kind, name, "exact"))
+    ...  for kind, name in (("self", ""), ("child", "title"), ("attribute", "a"))]
     ['Rust1Go', 'Rust\\x00Go', 'x']
     """
-    kind, name = source
+    kind, name, _mode = source
     if kind == "self":
         return (element.text or "") if not len(element) else raw_string_value(element)
     if kind == "child":
@@ -67,18 +69,22 @@ def raw_source_value(element: etree._Element, source: Source) -> str:
 
 
 class SourceValues:
-    """Folded source values of one document's elements, each computed at most once."""
+    """Source values of one document's elements (folded in mode ``"folded"``), each
+    computed at most once."""
 
     __slots__ = ("_values",)
 
     def __init__(self) -> None:
         self._values: dict[tuple[etree._Element, Source], str] = {}
 
-    def folded(self, element: etree._Element, source: Source) -> str:
+    def value(self, element: etree._Element, source: Source) -> str:
         key = (element, source)
         value = self._values.get(key)
         if value is None:
-            value = self._values[key] = fold(raw_source_value(element, source))
+            value = raw_source_value(element, source)
+            if source[2] == "folded":
+                value = fold(value)
+            self._values[key] = value
         return value
 
 
@@ -124,7 +130,7 @@ class Presearch(Generic[T]):
     def candidates(self, element: etree._Element, values: SourceValues) -> Sequence[T]:
         found = list(self._always)
         for source, matcher, members_of in self._sources:
-            haystack = values.folded(element, source)
+            haystack = values.value(element, source)
             if haystack:
                 for index in set(matcher.found(haystack)):
                     found.extend(members_of[index])

@@ -3,16 +3,21 @@
 Lucene Monitor and Elasticsearch's percolator index stored queries by the
 terms they require; a document is turned into a query over that index and
 only the candidate queries are verified.  Here a *term* is ``(source,
-literal)``: the folded literal (:func:`xscl.xpath.fold.fold`) must occur in
-the folded string value of a source of the context element, one of
+literal)``: the literal must occur in the string value of a source of the
+context element, ``(kind, name, mode)``, the kind one of
 
-* ``("self", "")``: the element's string value, which holds the string value
-  of every descendant element and text node (``.``, ``string()``,
-  ``text()``, ``a/b``, ``.//c``, ``*``);
-* ``("child", name)``: its children of that local name (``title``,
-  ``./n0:title``, ``child::title``; the namespace is not checked: a superset);
-* ``("attribute", name)``: its attributes of that local name (``@href``;
-  ``"*"`` for ``@*``).
+* ``"self"`` (name ``""``): the element's string value, which holds the
+  string value of every descendant element and text node (``.``,
+  ``string()``, ``text()``, ``a/b``, ``.//c``, ``*``);
+* ``"child"``: its children of that local name (``title``, ``./n0:title``,
+  ``child::title``; the namespace is not checked: a superset);
+* ``"attribute"``: its attributes of that local name (``@href``; ``"*"`` for
+  ``@*``);
+
+and the mode ``"exact"`` (the value as written, compared as the verifier
+compares it) or ``"folded"`` (literal and value folded,
+:func:`xscl.xpath.fold.fold`: when the predicate applies ``lower-case``,
+``upper-case`` or ``normalize-space``, or matches with the ``i`` flag).
 
 A predicate's terms are a set one of which must occur whenever the predicate
 holds (an OR), or ``None`` ("always a candidate").  They are derived from
@@ -21,9 +26,9 @@ the elementpath token tree, once per template
 filled in per definition:
 
 * ``contains``, ``starts-with``, ``ends-with`` (two arguments) of a source,
-  over any of ``lower-case``, ``upper-case``, ``normalize-space``, ``string``,
-  ``data`` (the fold erases what they change), and ``=``/``eq`` between a
-  source and a literal: the literal;
+  over any of ``string``, ``data`` (exact) and ``lower-case``, ``upper-case``,
+  ``normalize-space`` (folded: the fold erases what they change), and
+  ``=``/``eq`` between a source and a literal: the literal;
 * ``matches`` (two or three arguments): the regex's necessary factors
   (:mod:`xscl.xpath.regex_factors`); flag ``x`` gives none;
 * ``or``: the union of its branches' terms (none if a branch has none);
@@ -34,7 +39,7 @@ filled in per definition:
 >>> plan = term_plan(XPath2Parser().parse(
 ...     "contains(lower-case(*:title), $xscl_literal_0) or matches(@href, 'rust(lang)?')"))
 >>> sorted(instantiate(plan, ("Kotlin",)))
-[(('attribute', 'href'), 'rust'), (('child', 'title'), 'kotlin')]
+[(('attribute', 'href', 'exact'), 'rust'), (('child', 'title', 'folded'), 'kotlin')]
 >>> instantiate(term_plan(XPath2Parser().parse("not(contains(., 'x'))")), ()) is None
 True
 """
@@ -47,11 +52,14 @@ from xscl.xpath.fold import fold
 from xscl.xpath.function_template import placeholder_index
 from xscl.xpath.regex_factors import required_factors
 
-Source = tuple[str, str]
+#: (kind, name, mode): see the module docstring
+Source = tuple[str, str, str]
 Term = tuple[Source, str]
 Terms = frozenset[Term]
+#: where a value is read, before the mode is known: (kind, name, transformed)
+_Place = tuple[str, str, bool]
 
-SELF: Source = ("self", "")
+_SELF: _Place = ("self", "", False)
 
 #: a literal of the plan: an index into the definition's literals, or the text itself
 LiteralRef = int | str
@@ -60,7 +68,8 @@ LiteralRef = int | str
 #: ``("and", plans)``, ``("or", plans)``, or ``None`` (no terms)
 Plan = tuple[Any, ...] | None
 
-_TRANSPARENT = frozenset({"lower-case", "upper-case", "normalize-space", "string", "data"})
+_TRANSFORMS = frozenset({"lower-case", "upper-case", "normalize-space"})
+_TRANSPARENT = frozenset({*_TRANSFORMS, "string", "data"})
 _CONTAINMENT = frozenset({"contains", "starts-with", "ends-with"})
 _DOWNWARD_AXES = frozenset({"child", "descendant", "descendant-or-self", "self"})
 
@@ -97,26 +106,29 @@ def _downward(token: Any) -> bool:
     return symbol == "(" and len(token) == 1 and _downward(token[0])
 
 
-def _source(token: Any) -> Source | None:
+def _source(token: Any) -> _Place | None:
     """Where the value of ``token`` is found in the context element, or None."""
     symbol = token.symbol
     if symbol in _TRANSPARENT or symbol == "(":
         if len(token) == 0 and symbol in ("normalize-space", "string"):
-            return SELF
-        return _source(token[0]) if len(token) == 1 else None
+            return ("self", "", symbol == "normalize-space")
+        inner = _source(token[0]) if len(token) == 1 else None
+        if inner is None or symbol not in _TRANSFORMS:
+            return inner
+        return (inner[0], inner[1], True)
     if symbol in ("@", "attribute") and len(token) == 1:
         name = _name_test(token[0])
-        return ("attribute", name) if name is not None else None
+        return ("attribute", name, False) if name is not None else None
     name = _name_test(token)
     if name is not None:
-        return ("child", name) if name != "*" else SELF
+        return ("child", name, False) if name != "*" else _SELF
     if symbol == "child" and len(token) == 1:
         name = _name_test(token[0])
         if name is not None and name != "*":
-            return ("child", name)
+            return ("child", name, False)
     if symbol == "/" and len(token) == 2 and token[0].symbol == ".":
-        return _source(token[1]) if _name_test(token[1]) is not None else SELF
-    return SELF if _downward(token) else None
+        return _source(token[1]) if _name_test(token[1]) is not None else _SELF
+    return _SELF if _downward(token) else None
 
 
 def _literal(token: Any) -> LiteralRef | None:
@@ -171,16 +183,17 @@ def _score(terms: Terms | None) -> int:
     return -1 if terms is None else min(len(literal) for _, literal in terms)
 
 
-def _folded(source: Source, strings: frozenset[str] | None) -> Terms | None:
-    """The terms of one source, each folded; a literal holding another is dropped (the
-    shorter one occurs whenever it does)."""
+def _terms(place: _Place, strings: frozenset[str] | None, folded: bool) -> Terms | None:
+    """The terms of one source (folded, or exact); a literal holding another is dropped
+    (the shorter one occurs whenever it does)."""
     if strings is None:
         return None
-    folded = {fold(s) for s in strings}
-    if "" in folded:
+    literals = {fold(s) for s in strings} if folded else set(strings)
+    if "" in literals:
         return None
+    source = (place[0], place[1], "folded" if folded else "exact")
     return frozenset(
-        (source, s) for s in folded if not any(o != s and o in s for o in folded)
+        (source, s) for s in literals if not any(o != s and o in s for o in literals)
     )
 
 
@@ -190,12 +203,14 @@ def instantiate(plan: Plan, literals: tuple[str, ...]) -> Terms | None:
         return None
     kind = plan[0]
     if kind == "atom":
-        return _folded(plan[1], frozenset({_value(plan[2], literals)}))
+        place = plan[1]
+        return _terms(place, frozenset({_value(plan[2], literals)}), place[2])
     if kind == "regex":
+        place = plan[1]
         pattern, flags = _value(plan[2], literals), _value(plan[3], literals)
         if "x" in flags:
             return None
-        return _folded(plan[1], required_factors(pattern))
+        return _terms(place, required_factors(pattern), place[2] or "i" in flags)
     left, right = (instantiate(p, literals) for p in plan[1])
     if kind == "or":
         return None if left is None or right is None else left | right
@@ -205,8 +220,9 @@ def instantiate(plan: Plan, literals: tuple[str, ...]) -> Terms | None:
 def best_terms(choices: list[Terms | None]) -> Terms | None:
     """Of the terms of predicates that must all hold, the most selective (None: none).
 
-    >>> best_terms([None, frozenset({(SELF, "ab")}), frozenset({(SELF, "abc")})])
-    frozenset({(('self', ''), 'abc')})
+    >>> own = ("self", "", "exact")
+    >>> best_terms([None, frozenset({(own, "ab")}), frozenset({(own, "abc")})])
+    frozenset({(('self', '', 'exact'), 'abc')})
     """
     best: Terms | None = None
     for terms in choices:
