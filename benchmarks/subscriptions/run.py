@@ -19,7 +19,9 @@ subscription is one query of a kind:
 * ``range``    ``F//item->x[./title >= 'w']`` (the literal index)
 * ``mixed``    a fifth each of keyword, regex and equality, and two fifths of
   two-block joins ``F//item->x[contains(title,'w')]/category->c JOIN {c = d, 1d}
-  F//item->y/category->d`` (three filters in a fifth of them: A-Greedy orders those)
+  F//item->y[contains(description,'v')]/category->d`` (in half of those a
+  second filter on the left item, ``[./category = 'w']``: A-Greedy orders the
+  two)
 
 Per kind and count, in a fresh process (so its memory is its own): the
 registration (parse and ``LocalEngine(queries)``), CPU and wall seconds, and
