@@ -486,6 +486,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-V007": ErrorCode(XsclValidationError, "duplicate query id"),
     "XSCL-V008": ErrorCode(XsclValidationError, "unknown namespace prefix"),
     "XSCL-V009": ErrorCode(XsclValidationError, "invalid XPath function predicate"),
+    "XSCL-V010": ErrorCode(
+        XsclValidationError,
+        "a function predicate's regular expression is refused (not XPath regex syntax, "
+        "invalid flags, not a string literal, or exponential backtracking)",
+    ),
     "XSCL-V011": ErrorCode(
         InvalidQueriesError, "the query text holds invalid queries (each is in errors)"
     ),
@@ -531,8 +536,8 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-X011": ErrorCode(Stage1Error, "a required pair is not an edge of the patterns"),
     "XSCL-X012": ErrorCode(
         Stage1Error,
-        "a function predicate's regular expression is not a literal or could backtrack "
-        "exponentially",
+        "a function predicate's regular expression is not a literal, not XPath regex "
+        "syntax, or could backtrack exponentially",
     ),
     "XSCL-X020": ErrorCode(
         FunctionPredicateError, "an XPath function predicate failed (counted, predicate false)"

@@ -94,8 +94,9 @@ class LocalEngine:
         view_cache: bool = True,
         view_cache_max_rows: int | None = 5_000_000,
         allowed_lateness_micros: int | None = None,
+        presearch: bool = True,
     ) -> None:
-        self.subscriptions = Subscriptions()
+        self.subscriptions = Subscriptions(presearch=presearch)
         self.state = JoinState(view_cache=view_cache, view_cache_max_rows=view_cache_max_rows)
         self.records = RecordBuilder(self.subscriptions.record_plan)
         self.allowed_lateness = allowed_lateness_micros

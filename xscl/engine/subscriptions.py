@@ -51,8 +51,10 @@ from xscl.xpath import Stage1
 class Subscriptions:
     """See the module docstring."""
 
-    def __init__(self, shapes: ShapeMemo | None = None) -> None:
-        self.stage1 = Stage1()
+    def __init__(self, shapes: ShapeMemo | None = None, *, presearch: bool = True) -> None:
+        #: ``presearch``: Stage 1 screens function predicates by the terms they require
+        #: (``xpath.presearch``; off: every candidate is checked, for comparison)
+        self.stage1 = Stage1(presearch=presearch)
         #: each query's Stage 1 claims, and every requirement's number of claims
         self.claims: dict[str, Stage1Claims] = {}
         self.claim_counts: Counter[Requirement] = Counter()

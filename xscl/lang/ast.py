@@ -119,9 +119,13 @@ class ComparisonPredicate:
 
 @dataclass(frozen=True)
 class FunctionPredicate:
-    """``[fn(...)]``: an XPath 2.0 expression kept as text (elementpath evaluates it)."""
+    """``[fn(...)]``: an XPath 2.0 expression kept as text (elementpath evaluates it).
+
+    ``span``: where the expression starts in the source (errors point into it).
+    """
 
     expression: str
+    span: Span | None = field(default=None, compare=False, repr=False)
 
 
 Predicate = PathPredicate | ComparisonPredicate | FunctionPredicate

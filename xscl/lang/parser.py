@@ -589,7 +589,7 @@ class _Parser:
             and _FN_START.match(text, pos)
             and not _TEXT_TEST.match(text, pos)
         ):
-            return FunctionPredicate(self.raw_expression(open_at))
+            return FunctionPredicate(self.raw_expression(open_at), self.span(pos))
         path = self.rel_path()
         op = self.compare_op()
         predicate: Predicate

@@ -23,6 +23,11 @@ V008      a name test uses a namespace prefix the file does not declare
           writes it, is accepted)
 V009      a function predicate is not an XPath 2.0 expression (parsed with
           ``elementpath.XPath2Parser`` and the query's namespaces, not run)
+V010      a function predicate's regular expression is refused: not XPath
+          regex syntax (``\\b``, ``(?i)``, look-around), invalid flags, not
+          a string literal, or exponential backtracking (``(a+)+``); the
+          error points at the offending character of the pattern
+          (:mod:`xscl.lang.function_checks`)
 ========  ===========================================================
 
 Rejecting a query never affects another one, except through what the rejected
@@ -33,13 +38,10 @@ Pass the source ``text`` to get an excerpt with a caret in each error.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from functools import lru_cache
-from typing import Any
 
-import elementpath
-
-from xscl.errors import XsclValidationError, excerpt_at
+from xscl.errors import XsclValidationError, excerpt_at, line_column
 from xscl.lang.ast import FunctionPredicate, Query, Span
+from xscl.lang.function_checks import function_problem
 from xscl.lang.gc_pause import GC_PAUSE_QUERIES, gc_paused
 from xscl.lang.normal_form.paths import iter_steps, query_bindings
 from xscl.lang.normal_form.qualify_namespaces import namespace_map
@@ -77,7 +79,8 @@ def _limited(names: Iterable[str], limit: int = 20) -> tuple[str, ...]:
 def structural_errors(
     query: Query, *, text: str | None = None, check_functions: bool = True
 ) -> list[XsclValidationError]:
-    """Errors of ``query`` on its own: V001, V002, V003, V006, V008 and (optionally) V009."""
+    """Errors of ``query`` on its own: V001, V002, V003, V006, V008 and (optionally) V009
+    and V010."""
     errors: list[XsclValidationError] = []
     block_of: dict[str, int] = {}
     for index, step in query_bindings(query):
@@ -164,41 +167,52 @@ def _namespace_and_function_errors(
                 continue
             for predicate in step.predicates:
                 if isinstance(predicate, FunctionPredicate):
-                    problem = xpath2_problem(predicate.expression, tuple(sorted(bound.items())))
+                    problem = function_problem(
+                        predicate.expression, tuple(sorted(bound.items()))
+                    )
                     if problem is not None:
-                        errors.append(
-                            _error(
-                                "XSCL-V009",
-                                f"invalid XPath function predicate "
-                                f"[{predicate.expression}]: {problem}",
-                                query,
-                                step.span,
-                                ("an XPath 2.0 expression",),
-                                text,
-                            )
-                        )
+                        errors.append(_function_error(problem, predicate, query, step.span, text))
     return errors
 
 
-@lru_cache(maxsize=64)
-def _xpath2_parser(namespaces: tuple[tuple[str, str], ...]) -> Any:
-    return elementpath.XPath2Parser(namespaces=dict(namespaces))
+def _function_error(
+    problem: tuple[str, str, int],
+    predicate: FunctionPredicate,
+    query: Query,
+    step_span: Span | None,
+    text: str | None,
+) -> XsclValidationError:
+    code, message, offset = problem
+    if code == "XSCL-V009":
+        return _error(
+            code,
+            f"invalid XPath function predicate [{predicate.expression}]: {message}",
+            query,
+            step_span,
+            ("an XPath 2.0 expression",),
+            text,
+        )
+    return _error(
+        code,
+        f"invalid regular expression in [{predicate.expression}]: {message}",
+        query,
+        _inside(predicate, offset, text) or step_span,
+        ("an XPath regular expression (F&O 7.6.1) and flags among s, m, i, x",),
+        text,
+    )
 
 
-def xpath2_problem(expression: str, namespaces: tuple[tuple[str, str], ...] = ()) -> str | None:
-    """Why ``expression`` does not parse as XPath 2.0, or ``None`` if it does.
-
-    Any exception of the XPath library is the answer, not only its own errors: its
-    static evaluation of ``count(empty-sequence())`` recurses without end, and a
-    ``RecursionError`` must cost this query (V009), never the run or the others.
-    """
-    try:
-        _xpath2_parser(namespaces).parse(expression)
-    except (elementpath.ElementPathError, SyntaxError, ValueError, TypeError) as exc:
-        return str(exc)
-    except Exception as exc:  # the library failed on it: refuse the expression
-        return f"the XPath library failed on it ({type(exc).__name__}: {exc})"
-    return None
+def _inside(predicate: FunctionPredicate, offset: int, text: str | None) -> Span | None:
+    """The source position of ``offset`` in the predicate's expression (its start when
+    the expression is not written verbatim there, e.g. with an XSCL comment inside)."""
+    span = predicate.span
+    if span is None or text is None:
+        return span
+    start = span.offset
+    if text[start : start + len(predicate.expression)] != predicate.expression:
+        return span
+    line, column = line_column(text, start + offset)
+    return Span(line, column, start + offset)
 
 
 def validate(

@@ -40,6 +40,12 @@ that technology, after YFilter (Diao et al., 2003):
   (dict for ``=``, bisect for ``<``/``>``...) in O(log n + hits) per value,
   and the set of candidates that passed maps to the target state.  Groups
   and their indexes are shared by every transition with the same candidates.
+* **Function predicates and several predicates.**  The other predicated
+  candidates of a transition go through a screen
+  (:mod:`xscl.xpath.presearch`): by default a presearch index that returns
+  only the candidates whose required literals occur in the element, each
+  then verified by the exact evaluator, its several predicates in the order
+  A-Greedy keeps per predicate tuple (:mod:`xscl.xpath.filter_order`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ from xscl.lang.ast import (
     Step,
 )
 from xscl.xpath.emission import Emission, FixedPairs, merge_emissions
+from xscl.xpath.filter_order import AdaptiveOrder
+from xscl.xpath.functions import FunctionTable
 from xscl.xpath.literal_index import LiteralIndex
 from xscl.xpath.nodes import local_name, split_name
 from xscl.xpath.predicates import (
@@ -68,7 +76,10 @@ from xscl.xpath.predicates import (
     PathTable,
     PredicateEvaluator,
     compile_predicates,
+    initial_order,
 )
+from xscl.xpath.presearch import CandidateScreen, ScreenFactory
+from xscl.xpath.presearch_terms import Terms, best_terms
 from xscl.xpath.strings import parse_number
 
 StepKey = tuple[Axis, NodeTest, tuple[Predicate, ...]]
@@ -97,7 +108,7 @@ _UNSEEN: _PathGroup | None = cast("_PathGroup", object())
 MAX_STATES = 200_000
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TrieNode:
     """One shared step prefix.  Identity-hashed: used as a set member."""
 
@@ -110,8 +121,8 @@ class TrieNode:
     compiled: tuple[CompiledPredicate, ...] = ()
     refcount: int = 0
     children: dict[StepKey, TrieNode] = field(default_factory=dict)
-    #: var ids whose definition ends here
-    var_ids: set[int] = field(default_factory=set)
+    #: var ids whose definition ends here (a list: most nodes have none or one)
+    var_ids: list[int] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -120,6 +131,11 @@ class TrieNode:
     @property
     def has_descendant_children(self) -> bool:
         return any(axis == "//" for axis, _, _ in self.children)
+
+    def terms(self) -> Terms | None:
+        """The presearch terms of the node's function predicates (all must hold: the most
+        selective one's terms are necessary); None: always a candidate."""
+        return best_terms([c.function.terms() for c in self.compiled if c.function is not None])
 
     def chain_from(self, ancestor: TrieNode) -> list[TrieNode]:
         """Trie nodes from ``ancestor`` (included) down to self (included)."""
@@ -330,15 +346,16 @@ class _CandidateChecks:
     (:class:`_PathGroup`); groups whose path is one plain ``/name`` step are
     keyed by that name and looked up from the element's child names, so absent
     names cost nothing.  The rest (several predicates, function predicates) are
-    checked one by one (``generic``).
+    ``generic``: the ``screen`` picks those to verify at an element.
     """
 
-    __slots__ = ("by_child_name", "by_child_tag", "generic", "groups", "self_groups")
+    __slots__ = ("by_child_name", "by_child_tag", "generic", "groups", "screen", "self_groups")
 
     def __init__(
         self,
         candidates: tuple[TrieNode, ...],
         shared: dict[tuple[int, tuple[TrieNode, ...]], _PathGroup],
+        screen: ScreenFactory[TrieNode],
     ) -> None:
         grouped: dict[int, tuple[CompiledPredicate, list[TrieNode]]] = {}
         self.generic: list[TrieNode] = []
@@ -348,6 +365,7 @@ class _CandidateChecks:
                 grouped.setdefault(compiled.path_key, (compiled, []))[1].append(node)
             else:
                 self.generic.append(node)
+        self.screen: CandidateScreen[TrieNode] = screen(self.generic, TrieNode.terms)
         self.by_child_name: dict[str, _PathGroup] = {}
         #: the same by the child's Clark name (filled on first sight; None: no group)
         self.by_child_tag: dict[str, _PathGroup | None] = {}
@@ -405,7 +423,17 @@ class PredicatedTransition:
 class Automaton:
     """The shared automaton of one stream: trie of steps plus lazy DFA cache."""
 
-    def __init__(self, emission_of: Callable[[TrieNode], Emission]) -> None:
+    def __init__(
+        self,
+        emission_of: Callable[[TrieNode], Emission],
+        functions: FunctionTable,
+        screen: ScreenFactory[TrieNode],
+    ) -> None:
+        self._functions = functions
+        self._screen = screen
+        #: A-Greedy's order of each predicate tuple with several predicates, by
+        #: ``predicate_key`` (kept across DFA rebuilds: the profile is the worker's)
+        self.orders: dict[int, AdaptiveOrder] = {}
         self._next_id = 1
         self._predicate_keys: dict[tuple[Predicate, ...], int] = {(): 0}
         self._paths = PathTable()
@@ -465,14 +493,16 @@ class Automaton:
             test,
             predicates,
             predicate_key,
-            compile_predicates(predicates, self._paths),
+            compile_predicates(predicates, self._paths, self._functions),
         )
         self._next_id += 1
         parent.children[key] = child
         self.nodes[child.id] = child
-        self._slash[child.id] = _Index()
-        self._desc[child.id] = _Index()
-        index = (self._slash if axis == "/" else self._desc)[parent.id]
+        # a trie node's index of children is made with its first child (most are leaves)
+        indexes = self._slash if axis == "/" else self._desc
+        index = indexes.get(parent.id)
+        if index is None:
+            index = indexes[parent.id] = _Index()
         if test.kind == "text":
             index.text.append(child)
         elif test.kind == "attribute":
@@ -484,8 +514,8 @@ class Automaton:
     def _unlink(self, parent: TrieNode, child: TrieNode) -> None:
         del parent.children[(child.axis, child.test, child.predicates)]
         del self.nodes[child.id]
-        del self._slash[child.id]
-        del self._desc[child.id]
+        self._slash.pop(child.id, None)
+        self._desc.pop(child.id, None)
         index = (self._slash if child.axis == "/" else self._desc)[parent.id]
         bucket: list[TrieNode]
         if child.test.kind == "text":
@@ -651,10 +681,11 @@ class Automaton:
                 if hits:
                     passed.append(hits)
         if checks.generic:
+            verify = self._verify
             held = [
                 node
-                for node in checks.generic
-                if evaluator.check(node.predicate_key, node.compiled, element)
+                for node in checks.screen.candidates(element, evaluator.source_values)
+                if verify(node, element, evaluator)
             ]
             if held:
                 passed.append(frozenset(held))
@@ -673,6 +704,20 @@ class Automaton:
                 cached.by_parts.clear()
             cached.by_parts[parts] = target
         return target
+
+    def _verify(
+        self, node: TrieNode, element: etree._Element, evaluator: PredicateEvaluator
+    ) -> bool:
+        """A screened candidate's predicates at ``element``, several in A-Greedy's order."""
+        compiled = node.compiled
+        if len(compiled) < 2:
+            return evaluator.check(node.predicate_key, compiled, element)
+        order = self.orders.get(node.predicate_key)
+        if order is None:
+            order = self.orders[node.predicate_key] = AdaptiveOrder(
+                len(compiled), initial=initial_order(compiled)
+            )
+        return evaluator.check_in_order(node.predicate_key, compiled, element, order)
 
     def target(
         self, state: State, transition: PredicatedTransition, passed: frozenset[TrieNode]
@@ -703,7 +748,9 @@ class Automaton:
         candidates = tuple(_unique(predicated))
         checks = self._checks.get(candidates)
         if checks is None:
-            checks = self._checks[candidates] = _CandidateChecks(candidates, self._groups)
+            checks = self._checks[candidates] = _CandidateChecks(
+                candidates, self._groups, self._screen
+            )
         return PredicatedTransition(frozenset(base), checks)
 
     def attribute_candidates(self, state: State, key: str) -> tuple[tuple[TrieNode, Emission], ...]:

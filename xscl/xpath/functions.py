@@ -16,23 +16,32 @@ Namespaces: the normal form writes prefixed names as canonical ``n0:``,
 bindings are given to elementpath's parser, so ``contains(n0:title, 'x')``
 tests the Atom ``title``.
 
-Compilation and evaluation errors make the predicate false; they are reported
-as :class:`FunctionPredicateError` so that callers can count them.
+Compilation is done once per registered definition and held while it is
+registered (:class:`FunctionTable`, reference-counted: no cache to fall
+out of, so no per-document compilation however many predicates there are).
+Definitions that differ only in their string literals share one compiled
+template (:mod:`xscl.xpath.function_template`), so a keyword subscription
+costs its tuple of literals, not a token tree.  Evaluation errors make the
+predicate false; they are reported as :class:`FunctionPredicateError` so
+that callers can count them.  An expression that does not compile (the
+query validation refuses those, ``XSCL-V009``) is false, counted, wherever
+it is evaluated.
 
 Regular expressions (``matches``, ``replace``, ``tokenize``,
 ``analyze-string``) run on Python's backtracking ``re``, which cannot be
 interrupted once started, so a time budget cannot stop a pathological match.
-:func:`check_function` is therefore run when a definition is registered and
-refuses (``XSCL-X012``) a pattern that is not a string literal (a document
-could otherwise supply the pattern) or that nests an unbounded quantifier
-inside a quantified group (``(a+)+``, ``(\\w*x)*``), the classic exponential
-backtracking shape.  Overlapping alternatives (``(a|a)*``) are not detected.
+:meth:`FunctionTable.acquire` therefore refuses (``XSCL-X012``), when a
+definition is registered, a pattern that is not a string literal (a document
+could otherwise supply it), that is not XPath regex syntax or has invalid
+flags (it would fail on every document), or that nests an unbounded
+quantifier inside a quantified group (``(a+)+``, ``(\\w*x)*``), the classic
+exponential backtracking shape (:mod:`xscl.lang.regex_rules`, shared with the
+query validation, which reports the same with a position, ``XSCL-V010``).
+Overlapping alternatives (``(a|a)*``) are not detected.
 """
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from typing import Any
 
 import elementpath
@@ -43,11 +52,30 @@ from lxml import etree
 
 from xscl.errors import FunctionPredicateError, Stage1Error
 from xscl.lang.normal_form import function_namespaces
+from xscl.lang.regex_rules import REGEX_FUNCTIONS, nested_quantifier, regex_problem
+from xscl.xpath.function_template import PLACEHOLDER, placeholder_index, split_literals
 from xscl.xpath.nodes import AttributeNode, Node, TextNode
+from xscl.xpath.presearch_terms import Plan, Terms, instantiate, term_plan
+
+__all__ = [
+    "CompiledFunction",
+    "DocumentFunctions",
+    "FunctionTable",
+    "compilation_count",
+    "compile_expression",
+    "local_name_rewrite",
+    "nested_quantifier",
+]
 
 _NAMESPACES = {"xml": "http://www.w3.org/XML/1998/namespace"}
-#: functions whose second argument is a regular expression
-_REGEX_FUNCTIONS = frozenset({"matches", "replace", "tokenize", "analyze-string"})
+
+#: elementpath compilations so far in this process (tests: none per document)
+_COMPILATIONS = [0]
+
+
+def compilation_count() -> int:
+    """How many expressions this process has compiled with elementpath."""
+    return _COMPILATIONS[0]
 
 
 def _parser_for(expression: str) -> Any:
@@ -76,9 +104,9 @@ def local_name_rewrite(expression: str) -> str:
     return text
 
 
-@lru_cache(maxsize=4096)
-def compile_function(expression: str) -> Any:
+def compile_expression(expression: str) -> Any:
     """The compiled root token of ``expression`` (local-name rewritten when possible)."""
+    _COMPILATIONS[0] += 1
     try:
         rewritten = local_name_rewrite(expression)
     except elementpath.ElementPathError as exc:
@@ -89,99 +117,151 @@ def compile_function(expression: str) -> Any:
         return _parser_for(expression).parse(expression)
 
 
-_BRACE = re.compile(r"\{(\d*)(,?)(\d*)\}")
+class FunctionTemplate:
+    """One compiled expression shared by the definitions that differ only in literals."""
+
+    __slots__ = ("error", "plan", "refcount", "text", "token")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.refcount = 0
+        self.token: Any = None
+        self.error = ""
+        self.plan: Plan = None
+        try:
+            self.token = compile_expression(text)
+        except Exception as exc:  # elementpath raises many types: all mean "does not compile"
+            self.error = str(exc)
+            return
+        self.plan = term_plan(self.token)
 
 
-def _quantifier_at(pattern: str, i: int) -> tuple[int, bool, bool]:
-    """(length, repeats, unbounded) of a quantifier starting at ``pattern[i]`` (0: none)."""
-    char = pattern[i]
-    if char in "*+":
-        return 1, True, True
-    if char == "?":
-        return 1, False, False
-    if char == "{":
-        brace = _BRACE.match(pattern, i)
-        if brace is not None:
-            low, comma, high = brace.groups()
-            unbounded = bool(comma) and not high
-            repeats = unbounded or int(high or low or "0") > 1
-            return brace.end() - i, repeats, unbounded
-    return 0, False, False
+class CompiledFunction:
+    """A registered function predicate: its shared template and its own literals."""
+
+    __slots__ = ("expression", "literals", "refcount", "template")
+
+    def __init__(self, expression: str, template: FunctionTemplate, literals: tuple[str, ...]):
+        self.expression = expression
+        self.template = template
+        self.literals = literals
+        self.refcount = 0
+
+    def variables(self) -> dict[str, str]:
+        """The template's external variables bound to this definition's literals."""
+        return {f"{PLACEHOLDER}{i}": literal for i, literal in enumerate(self.literals)}
+
+    def terms(self) -> Terms | None:
+        """The presearch terms (:mod:`xscl.xpath.presearch_terms`); None: always a candidate."""
+        return instantiate(self.template.plan, self.literals)
+
+    def regex_refusal(self) -> str | None:
+        """Why a regex of this predicate is refused at registration (``XSCL-X012``)."""
+        token = self.template.token
+        if token is None:
+            return None
+        problems: list[str] = []
+        _regex_problems(token, self.literals, problems)
+        return problems[0] if problems else None
 
 
-def nested_quantifier(pattern: str) -> bool:
-    """Whether a regex repeats a group that itself contains an unbounded quantifier."""
-    stack: list[bool] = []  # per open group: does it contain an unbounded quantifier?
-    closed_inner = False  # the group just closed contained one
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        after_group, closed_inner = closed_inner, False
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":  # character class: skip to its end (escapes, nested classes)
-            depth = 0
-            while i < len(pattern):
-                if pattern[i] == "\\":
-                    i += 1
-                elif pattern[i] == "[":
-                    depth += 1
-                elif pattern[i] == "]":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                i += 1
-            i += 1
-            continue
-        if char == "(":
-            stack.append(False)
-        elif char == ")":
-            if stack:
-                closed_inner = stack.pop()
-                if closed_inner and stack:
-                    stack[-1] = True
-        else:
-            length, repeats, unbounded = _quantifier_at(pattern, i)
-            if length:
-                if after_group and repeats:
-                    return True
-                if unbounded and stack:
-                    stack[-1] = True
-                i += length
-                continue
-        i += 1
-    return False
+def _literal_value(token: Any, literals: tuple[str, ...]) -> str | None:
+    """The string a literal (or a template variable standing for one) holds, else None."""
+    if token.symbol == "(string)":
+        return str(token.value)
+    if token.symbol == "$" and len(token) == 1:
+        index = placeholder_index(str(token[0].value))
+        if index is not None and index < len(literals):
+            return literals[index]
+    return None
 
 
-def _regex_problems(token: Any, out: list[str]) -> None:
-    if token.symbol in _REGEX_FUNCTIONS and len(token) >= 2:
-        pattern = token[1]
-        if pattern.symbol != "(string)":
+def _regex_problems(token: Any, literals: tuple[str, ...], out: list[str]) -> None:
+    if token.symbol in REGEX_FUNCTIONS and len(token) >= 2:
+        pattern = _literal_value(token[1], literals)
+        flag_index = 3 if token.symbol == "replace" else 2
+        flags = _literal_value(token[flag_index], literals) if len(token) > flag_index else ""
+        if pattern is None:
             out.append(f"the pattern of {token.symbol}() must be a string literal")
-        elif nested_quantifier(str(pattern.value)):
-            out.append(
-                f"the pattern {pattern.value!r} of {token.symbol}() nests quantifiers "
-                "(exponential backtracking)"
-            )
+        elif flags is not None:
+            problem = regex_problem(pattern, flags)
+            if problem is not None:
+                out.append(f"the pattern {pattern!r} of {token.symbol}() {problem[0]}")
     for child in token:
-        _regex_problems(child, out)
+        _regex_problems(child, literals, out)
 
 
-def check_function(expression: str) -> None:
-    """Refuse, at registration, function predicates whose regexes could hang a document.
+class FunctionTable:
+    """The compiled function predicates of the registered definitions (reference-counted).
 
-    Raises :class:`Stage1Error` ``XSCL-X012``.  Expressions that do not compile
-    are accepted here (they are counted as false when evaluated, as before).
+    ``acquire`` compiles an expression's template on first use (counted by
+    :func:`compilation_count`) and holds it until the last ``release``; ``get``
+    returns a held expression (an expression that was never acquired, as when
+    a ``PredicateEvaluator`` is used on its own, is compiled and kept).
     """
-    try:
-        token = compile_function(expression)
-    except FunctionPredicateError:
-        return
-    problems: list[str] = []
-    _regex_problems(token, problems)
-    if problems:
-        raise Stage1Error.from_code("XSCL-X012", f"{expression!r}: {problems[0]}")
+
+    __slots__ = ("_functions", "_templates")
+
+    def __init__(self) -> None:
+        self._functions: dict[str, CompiledFunction] = {}
+        self._templates: dict[str, FunctionTemplate] = {}
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    @property
+    def template_count(self) -> int:
+        return len(self._templates)
+
+    def _template(self, text: str) -> FunctionTemplate:
+        template = self._templates.get(text)
+        if template is None:
+            template = self._templates[text] = FunctionTemplate(text)
+        return template
+
+    def _compile(self, expression: str) -> CompiledFunction:
+        text, literals = split_literals(expression)
+        template = self._template(text)
+        if template.token is None and literals:  # e.g. processing-instruction('x')
+            if template.refcount == 0:
+                del self._templates[text]
+            text, literals = expression, ()
+            template = self._template(text)
+        template.refcount += 1
+        compiled = CompiledFunction(expression, template, literals)
+        self._functions[expression] = compiled
+        return compiled
+
+    def get(self, expression: str) -> CompiledFunction:
+        compiled = self._functions.get(expression)
+        if compiled is None:
+            compiled = self._compile(expression)
+        return compiled
+
+    def acquire(self, expression: str) -> CompiledFunction:
+        """Hold ``expression`` compiled; raises ``XSCL-X012`` for a refused regex."""
+        compiled = self._functions.get(expression)
+        if compiled is None:
+            compiled = self._compile(expression)
+            refusal = compiled.regex_refusal()
+            if refusal is not None:
+                self._drop(compiled)
+                raise Stage1Error.from_code("XSCL-X012", f"{expression!r}: {refusal}")
+        compiled.refcount += 1
+        return compiled
+
+    def release(self, expression: str) -> None:
+        compiled = self._functions[expression]
+        compiled.refcount -= 1
+        if compiled.refcount <= 0:
+            self._drop(compiled)
+
+    def _drop(self, compiled: CompiledFunction) -> None:
+        del self._functions[compiled.expression]
+        template = compiled.template
+        template.refcount -= 1
+        if template.refcount <= 0:
+            del self._templates[template.text]
 
 
 class DocumentFunctions:
@@ -211,9 +291,13 @@ class DocumentFunctions:
             return texts[node.index - 1]
         return element_node
 
-    def holds(self, expression: str, node: Node) -> bool:
-        """Effective boolean value of ``expression`` at ``node``; errors raise."""
-        token = compile_function(expression)
+    def holds(self, function: CompiledFunction, node: Node) -> bool:
+        """Effective boolean value of ``function`` at ``node``; errors raise."""
+        token = function.template.token
+        if token is None:
+            raise FunctionPredicateError(
+                f"cannot compile {function.expression!r}: {function.template.error}"
+            )
         try:
             if self._context is None:
                 # the implicit timezone is UTC, as a ts without an offset (docs/language.md)
@@ -223,8 +307,10 @@ class DocumentFunctions:
             context.position = 1
             context.size = 1
             context.axis = None
+            variables: Any = function.variables() if function.literals else {}
+            context.variables = variables
             return bool(token.boolean_value(token.evaluate(context)))
         except FunctionPredicateError:
             raise
         except Exception as exc:  # elementpath raises many types; all mean "false, counted"
-            raise FunctionPredicateError(f"{expression!r}: {exc}") from None
+            raise FunctionPredicateError(f"{function.expression!r}: {exc}") from None

@@ -31,7 +31,8 @@ from xscl.lang.ast import (
     RelPath,
     Step,
 )
-from xscl.xpath.functions import DocumentFunctions
+from xscl.xpath.filter_order import FilterOrder
+from xscl.xpath.functions import CompiledFunction, DocumentFunctions, FunctionTable
 from xscl.xpath.nodes import (
     AttributeNode,
     Node,
@@ -41,6 +42,7 @@ from xscl.xpath.nodes import (
     split_name,
     text_children,
 )
+from xscl.xpath.presearch import SourceValues
 from xscl.xpath.strings import OPERATORS, XML_WHITESPACE, compare, normalize, parse_number
 
 
@@ -106,7 +108,7 @@ class PathTable:
         return self._ids.setdefault(path, len(self._ids))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompiledPredicate:
     """A predicate with its relative path interned (``path_key``) and its number parsed."""
 
@@ -115,6 +117,8 @@ class CompiledPredicate:
     steps: tuple[Step, ...]
     #: the local name when the path is one plain ``/name`` step (fast path), else None
     child_name: str | None = None
+    #: a function predicate's compiled form, held by the registration (else None)
+    function: CompiledFunction | None = None
 
 
 def plain_child_name(steps: tuple[Step, ...]) -> str | None:
@@ -129,8 +133,10 @@ def plain_child_name(steps: tuple[Step, ...]) -> str | None:
 
 
 def compile_predicates(
-    predicates: tuple[Predicate, ...], table: PathTable
+    predicates: tuple[Predicate, ...], table: PathTable, functions: FunctionTable
 ) -> tuple[CompiledPredicate, ...]:
+    """The predicates of one step, paths interned; function predicates are looked up in
+    ``functions`` (which the registration of the definition holds them in)."""
     out = []
     for predicate in predicates:
         if isinstance(predicate, (PathPredicate, ComparisonPredicate)):
@@ -141,8 +147,31 @@ def compile_predicates(
                 )
             )
         else:
-            out.append(CompiledPredicate(predicate, -1, ()))
+            function = functions.get(predicate.expression)
+            out.append(CompiledPredicate(predicate, -1, (), function=function))
     return tuple(out)
+
+
+def _cost_class(compiled: CompiledPredicate) -> int:
+    function = compiled.function
+    if function is None:
+        return 0
+    expression = function.expression
+    return 2 if "matches(" in expression or "replace(" in expression else 1
+
+
+def initial_order(predicates: tuple[CompiledPredicate, ...]) -> tuple[int, ...]:
+    """A first guess of the cheapest order (A-Greedy's start, ``xscl.xpath.filter_order``):
+    path and literal comparisons, then function predicates, those with a regex last.
+
+    >>> from xscl.lang.ast import FunctionPredicate, PathPredicate, RelPath
+    >>> table = FunctionTable()
+    >>> written = (FunctionPredicate("matches(., 'a')"), FunctionPredicate("contains(., 'b')"),
+    ...            PathPredicate(RelPath()))
+    >>> initial_order(compile_predicates(written, PathTable(), table))
+    (2, 1, 0)
+    """
+    return tuple(sorted(range(len(predicates)), key=lambda i: _cost_class(predicates[i])))
 
 
 class PredicateEvaluator:
@@ -152,7 +181,9 @@ class PredicateEvaluator:
     tuple (key chosen by the caller), the normalised values a relative path
     selects (so thousands of comparisons on ``./title`` read the titles once),
     and element string values.  ``function_errors`` counts function
-    predicates that failed (and were false).
+    predicates that failed (and were false).  Function predicates come
+    compiled from ``functions``, the table the registrations hold (a fresh
+    table, compiling on first use, when none is given).
     """
 
     __slots__ = (
@@ -161,18 +192,23 @@ class PredicateEvaluator:
         "_path_numbers_cache",
         "_path_values",
         "function_errors",
+        "function_table",
         "nfc_text",
         "root",
+        "source_values",
         "strings",
     )
 
-    def __init__(self, root: etree._Element) -> None:
+    def __init__(self, root: etree._Element, functions: FunctionTable | None = None) -> None:
         self.root = root
+        self.function_table = functions if functions is not None else FunctionTable()
         self._functions: DocumentFunctions | None = None
         self._cache: dict[tuple[int, etree._Element], bool] = {}
         self._path_values: dict[tuple[int, etree._Element], list[str]] = {}
         self._path_numbers_cache: dict[tuple[int, etree._Element], list[Decimal]] = {}
         self.strings: dict[etree._Element, str] = {}
+        #: folded source values for the presearch (``xscl.xpath.presearch``)
+        self.source_values = SourceValues()
         #: the document's text is NFC (see ``element_value``)
         self.nfc_text = False
         self.function_errors = 0
@@ -263,7 +299,10 @@ class PredicateEvaluator:
             return self.compare_any(compiled, element, predicate.op, predicate.literal)
         if isinstance(predicate, PathPredicate):
             return bool(self.path_values(compiled, element))
-        return self._function(predicate, element)
+        function = compiled.function
+        if function is None:
+            return self._function(predicate, element)
+        return self.function_holds(function, element)
 
     def check(
         self, key: int, predicates: tuple[CompiledPredicate, ...], element: etree._Element
@@ -273,6 +312,22 @@ class PredicateEvaluator:
         result = self._cache.get(memo)
         if result is None:
             result = all(self._compiled_holds(c, element) for c in predicates)
+            self._cache[memo] = result
+        return result
+
+    def check_in_order(
+        self,
+        key: int,
+        predicates: tuple[CompiledPredicate, ...],
+        element: etree._Element,
+        order: FilterOrder,
+    ) -> bool:
+        """``check`` with the predicates evaluated in ``order`` (``xscl.xpath.filter_order``)."""
+        memo = (key, element)
+        result = self._cache.get(memo)
+        if result is None:
+            holds = self._compiled_holds
+            result = order.run(lambda i: holds(predicates[i], element))
             self._cache[memo] = result
         return result
 
@@ -305,10 +360,14 @@ class PredicateEvaluator:
         return value
 
     def _function(self, predicate: FunctionPredicate, node: Node) -> bool:
+        return self.function_holds(self.function_table.get(predicate.expression), node)
+
+    def function_holds(self, function: CompiledFunction, node: Node) -> bool:
+        """A function predicate at ``node``; an error counts and makes it false."""
         if self._functions is None:
             self._functions = DocumentFunctions(self.root)
         try:
-            return self._functions.holds(predicate.expression, node)
+            return self._functions.holds(function, node)
         except FunctionPredicateError:
             self.function_errors += 1
             return False

@@ -10,22 +10,28 @@ safely once and walked once, whatever the number of definitions; see
 for the output relations.
 
 Variable ids are stable for the lifetime of a ``Stage1``: a definition keeps
-its id even after it is unregistered and registered again.
+its id even after it is unregistered and registered again.  A registered
+definition holds its function predicates compiled (:class:`FunctionTable`)
+until it is unregistered; ``presearch`` chooses how a transition's function
+predicate candidates are screened (:mod:`xscl.xpath.presearch`: the index,
+or every candidate verified).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xscl.errors import Stage1Error
-from xscl.lang.ast import FunctionPredicate, NodeTest, Predicate, Step
+from xscl.lang.ast import FunctionPredicate, NodeTest, Step
 from xscl.lang.normal_form.model import VarDef
 from xscl.xpath.automaton import Automaton, TrieNode
 from xscl.xpath.document_run import DocumentRun, walk_checks_only
 from xscl.xpath.emission import NO_EMISSION, Emission, PairSpec, fixed_distance
-from xscl.xpath.functions import check_function
+from xscl.xpath.functions import FunctionTable
 from xscl.xpath.predicates import PredicateEvaluator
+from xscl.xpath.presearch import EveryCandidate, Presearch, ScreenFactory
 from xscl.xpath.safe_parse import ParseLimits, parse_document
 from xscl.xpath.witness import DocumentRows
 
@@ -33,7 +39,7 @@ from xscl.xpath.witness import DocumentRows
 _ROOT_ELEMENT_STEPS: tuple[Step, ...] = (Step("/", NodeTest("wildcard")),)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Registration:
     definition: VarDef
     var_id: int
@@ -45,24 +51,33 @@ def _check_filter_only(steps: tuple[Step, ...]) -> None:
     for step in steps:
         if step.var is not None:
             raise Stage1Error.from_code("XSCL-X010", f"definition binds variable {step.var!r}")
-        _check_predicates(step.predicates)
+        for predicate in step.predicates:
+            path = getattr(predicate, "path", None)
+            if path is not None:
+                _check_filter_only(path.steps)
 
 
-def _check_predicates(predicates: tuple[Predicate, ...]) -> None:
-    for predicate in predicates:
-        if isinstance(predicate, FunctionPredicate):
-            check_function(predicate.expression)
-            continue
-        path = getattr(predicate, "path", None)
-        if path is not None:
-            _check_filter_only(path.steps)
+def function_expressions(steps: tuple[Step, ...]) -> Iterator[str]:
+    """Every function predicate's expression in ``steps``, nested paths included."""
+    for step in steps:
+        for predicate in step.predicates:
+            if isinstance(predicate, FunctionPredicate):
+                yield predicate.expression
+                continue
+            path = getattr(predicate, "path", None)
+            if path is not None:
+                yield from function_expressions(path.steps)
 
 
 class Stage1:
     """Shared evaluation of all registered definitions (thesis 6.3, spec 3.1)."""
 
-    def __init__(self, limits: ParseLimits | None = None) -> None:
+    def __init__(self, limits: ParseLimits | None = None, *, presearch: bool = True) -> None:
         self.limits = limits if limits is not None else ParseLimits()
+        self.presearch = presearch
+        self._screen: ScreenFactory[TrieNode] = Presearch if presearch else EveryCandidate
+        #: the compiled function predicates of the registered definitions
+        self.functions = FunctionTable()
         self._automata: dict[str, Automaton] = {}
         self._ids: dict[VarDef, int] = {}
         self._definitions: dict[int, VarDef] = {}
@@ -86,16 +101,18 @@ class Stage1:
             return registration.var_id
         steps = definition.path.steps
         _check_filter_only(steps)
+        self._acquire_functions(steps)
         if var_id is None:
             var_id = len(self._ids) + 1
             self._ids[definition] = var_id
             self._definitions[var_id] = definition
         automaton = self._automata.get(definition.stream)
         if automaton is None:
-            automaton = Automaton(self._emission_of)
+            automaton = Automaton(self._emission_of, self.functions, self._screen)
             self._automata[definition.stream] = automaton
         node = automaton.add_path(steps or _ROOT_ELEMENT_STEPS)
-        node.var_ids.add(var_id)
+        if var_id not in node.var_ids:
+            node.var_ids.append(var_id)
         self._registered[var_id] = _Registration(definition, var_id, node, 1)
         self._changed(definition.stream)
         return var_id
@@ -114,12 +131,27 @@ class Stage1:
         self._nodes.discard(var_id)
         for key in [k for k in self._pairs if var_id in k]:
             del self._pairs[key]
-        registration.node.var_ids.discard(var_id)
+        if var_id in registration.node.var_ids:
+            registration.node.var_ids.remove(var_id)
         automaton = self._automata[definition.stream]
         automaton.remove_path(registration.node)
         if automaton.root.refcount == 0:
             del self._automata[definition.stream]
+        for expression in function_expressions(definition.path.steps):
+            self.functions.release(expression)
         self._changed(definition.stream)
+
+    def _acquire_functions(self, steps: tuple[Step, ...]) -> None:
+        """Hold the definition's function predicates compiled (``XSCL-X012``: none held)."""
+        held: list[str] = []
+        try:
+            for expression in function_expressions(steps):
+                self.functions.acquire(expression)
+                held.append(expression)
+        except Stage1Error:
+            for expression in held:
+                self.functions.release(expression)
+            raise
 
     def var_id(self, definition: VarDef) -> int | None:
         """The id of a registered definition, or None."""
@@ -238,7 +270,7 @@ class Stage1:
         the document for the caller; the rows do not carry them."""
         root = parse_document(xml, self.limits)
         automaton = self._automata.get(stream)
-        evaluator = PredicateEvaluator(root)
+        evaluator = PredicateEvaluator(root, self.functions)
         rows = DocumentRows([], [], [], [])
         if automaton is None:
             walk_checks_only(root, self.limits.max_depth)
