@@ -1,8 +1,9 @@
 """``--engine spark`` with 5,000 keyword subscriptions equals the reference (issue 34).
 
-Stage 1 on the executors is rebuilt from the driver's ``Stage1Spec``, so it
-screens function predicates with the same presearch index as the local
-engine.  The keywords are words of the items' own titles (some match) and
+Stage 1 on the executors is the job's subscriptions' own (built in each worker
+from the registry), so it screens function predicates with the same presearch
+index as the local engine; one-block queries are matched where Stage 1 runs.
+The keywords are words of the items' own titles (some match) and
 of nothing (most do not), in several cases, so the index's case folding is
 exercised; a few are ``matches()`` and ``lower-case`` shapes.  Small
 micro-batches put most of the items through the executors.
@@ -20,9 +21,9 @@ import pytest
 from tests.engine_local.test_engine_local_feeds import DATA, feed_documents
 from xscl import reference
 from xscl.connectors.document import Document, write_envelopes
+from xscl.engine.subscriptions import Subscriptions
 from xscl.lang.parser import parse_queries
 from xscl.spark_plugin.batch import run_batch
-from xscl.xpath import Stage1
 
 pytestmark = [pytest.mark.spark, pytest.mark.shared_data]
 
@@ -51,7 +52,7 @@ def test_five_thousand_keyword_subscriptions_equal_reference(spark: Any, tmp_pat
     docs = feed_documents(days=1)
     unique = len({d.docid for d in docs})
     queries = list(parse_queries(keyword_queries(docs)))
-    assert Stage1().spec().presearch, "the executors' Stage 1 screens with the index"
+    assert Subscriptions().stage1.presearch, "the executors' Stage 1 screens with the index"
     ref_docs = [reference.make_document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs]
     expected = {r.result_id: r.to_json_dict() for r in reference.evaluate(queries, ref_docs)}
     source = tmp_path / "items.jsonl"
