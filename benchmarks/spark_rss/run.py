@@ -144,9 +144,12 @@ def folder_bytes(path: Path) -> int:
 
 # --------------------------------------------------------- engine workers
 def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
-    """``--engine local``: register, then feed the spool's items in offset order."""
+    """``--engine local``: register, then feed the spool's items in offset order, writing
+    each result's JSON line as it comes (as the job writes its parts), to a file beside
+    the spool that is removed afterwards."""
     from xscl.cli.common import load_queries
     from xscl.engine import LocalEngine
+    from xscl.engine.json_lines import JsonLineEncoder
 
     wall0, cpu0 = time.perf_counter(), sum(os.times()[:2])
     items = workload.read_items(spool)
@@ -160,8 +163,15 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
     register_bytes = current_rss() - before
     results = 0
     start = time.perf_counter()
-    for doc in items:
-        results += len(engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml))
+    encoder = JsonLineEncoder()
+    output = spool.parent / f"local-results-{os.getpid()}.jsonl"
+    with open(output, "wb", buffering=1 << 20) as lines:
+        for doc in items:
+            for record in engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml):
+                lines.write(encoder.encode(record))
+                results += 1
+    results_bytes = output.stat().st_size
+    output.unlink()
     seconds = time.perf_counter() - start
     return {
         # the whole run, as ``xscl run --engine local`` pays it: items read, queries
@@ -175,6 +185,7 @@ def measure_local(queries: Path, spool: Path) -> dict[str, Any]:
         "register_bytes": register_bytes,
         "items": len(items),
         "results": results,
+        "results_bytes": results_bytes,
         "seconds": seconds,
         "join_s": engine.stats.join_seconds,
         "stored_documents": len(engine.docs),

@@ -27,9 +27,9 @@ from tests.spark.jobkit import reference_by_id
 from tests.workloads import Workload, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
-from xscl.engine.routing import RouteShape
 from xscl.results.atom import FeedEntry, entry_of, result_entry_id
-from xscl.results.group_parts import GroupParts, entry_reference
+from xscl.results.feed_rows import entry_reference
+from xscl.results.group_parts import GroupParts
 from xscl.results.read import part_records
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.compile_job import compile_in_process
@@ -85,7 +85,10 @@ def run_job(
         spool.append(docs)
         end = spool.next_offset()
     parts = GroupParts(str(work / "results"), part_format, feed_entries)
-    route = RouteTask(str(registry), RouteShape(group_keys(8, 3), 1, lateness), parts)
+    route = RouteTask(
+        str(registry), group_keys(8, 3), 1, lateness, str(work / "results"), part_format,
+        feed_entries,
+    )  # fmt: skip
     source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
     groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts)
     states: dict[int, MemoryState] = {}

@@ -32,18 +32,17 @@ and holds strings and integers only; each Python worker keeps one ``EntryRendere
 
 from __future__ import annotations
 
-import heapq
 import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
 from xscl.results.atom import EntryRenderer
 from xscl.results.commit import STAGING
+from xscl.results.feed_rows import keep_newest
 from xscl.results.parts import PARTS, ResultPart
 
 #: One output row of the join groups (``groups.OUTPUT_DDL``).
@@ -152,29 +151,3 @@ def stage_entries(
         path.unlink(missing_ok=True)
         raise
     return rows
-
-
-def keep_newest(heap: list[Any], item: tuple[Any, ...], limit: int) -> None:
-    """Keep the ``limit`` newest (end, result id, ...) items of a query in a min-heap:
-    its feed shows no more.
-
-    >>> heap: list[tuple[int, str]] = []
-    >>> for item in [(3, "c"), (1, "a"), (2, "b")]:
-    ...     keep_newest(heap, item, 2)
-    >>> sorted(heap)
-    [(2, 'b'), (3, 'c')]
-    """
-    if len(heap) < limit:
-        heapq.heappush(heap, item)
-    elif item[:2] > heap[0][:2]:
-        heapq.heapreplace(heap, item)
-
-
-def entry_reference(line: bytes) -> tuple[str, int, int]:
-    """(file, offset, size) of an ``entry-at`` row's entry.
-
-    >>> entry_reference(b"120:35:/out/_staging/ab.entries")
-    ('/out/_staging/ab.entries', 120, 35)
-    """
-    at, size, file = line.split(b":", 2)
-    return file.decode(), int(at), int(size)

@@ -36,15 +36,17 @@ import datetime as dt
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xscl.connectors.document import format_ts
 from xscl.connectors.durable import fsync_file
-from xscl.engine.output import ResultRecord
 from xscl.results.commit import STAGING, StagedPart
+
+if TYPE_CHECKING:
+    from xscl.engine.output import ResultRecord
 
 SUFFIX = ".parquet"
 #: The part files' schema: spec section 4's record fields.

@@ -87,6 +87,23 @@ class Part:
     parts: int
 
 
+#: Uncompiled queries below which ``xscl serve`` does not run the compile job: each
+#: worker registers them from their texts faster than a Spark job compiles them
+#: (mixed workload, 1k and 10k subscriptions on ``local[2]``, alternating runs: the job
+#: cost 3-5 CPU-s and 3-10 s of wall time more than it saved; docs/benchmarks.md).
+COMPILE_MIN_QUERIES = 20_000
+
+
+def pending_queries(registry: str | Path) -> int:
+    """How many queries the uncompiled subscribe events hold (driver; ids only)."""
+    log = SubscriptionLog(registry)
+    return sum(
+        len(event.ids)
+        for event in log.events()
+        if event.op == "subscribe" and not compiled_folder(registry, event.version).exists()
+    )
+
+
 def pending_parts(registry: str | Path, max_parts: int) -> list[Part]:
     """The parts of every subscribe event not compiled yet (driver)."""
     log = SubscriptionLog(registry)
@@ -127,12 +144,17 @@ class CompileParts:
                 yield pa.RecordBatch.from_arrays([event, *compiled.columns], schema=OUTPUT)
 
 
-def compile_registry(spark: SparkSession, registry: str | Path) -> list[int]:
+def compile_registry(
+    spark: SparkSession, registry: str | Path, min_queries: int = 0
+) -> list[int]:
     """Compile the registry's uncompiled subscribe events on the executors (driver, once
-    per job start); the events compiled now."""
+    per job start); the events compiled now. Nothing is compiled while the uncompiled
+    events hold fewer than ``min_queries`` queries (``COMPILE_MIN_QUERIES``)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     registry = Path(registry)
+    if pending_queries(registry) < min_queries:
+        return []
     parts = pending_parts(registry, spark.sparkContext.defaultParallelism)
     if not parts:
         return []

@@ -110,11 +110,11 @@ def _compile_subscriptions(spark: Any, registry: str) -> None:
     """Compile the subscriptions not compiled yet, on the executors (driver, at start;
     ``compiled.spark_job``). Workers register from the texts what is not compiled, so a
     failure here only costs their start-up time."""
-    from xscl.spark_plugin.compile_job import compile_registry
+    from xscl.spark_plugin.compile_job import COMPILE_MIN_QUERIES, compile_registry
 
     started = time.perf_counter()
     try:
-        events = compile_registry(spark, registry)
+        events = compile_registry(spark, registry, COMPILE_MIN_QUERIES)
     except Exception as exc:  # an optimisation: the job runs from the texts
         print(f"xscl serve: compiling the subscriptions failed (workers register them "
               f"from their texts): {exc}", file=sys.stderr)  # fmt: skip

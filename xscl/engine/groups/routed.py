@@ -8,54 +8,42 @@ values it is stored under in this group (``homes``), the values it probes here
 (``probes``: its homes, and for a hot value spread over salts, that value in every
 salt's group) and the document as bytes (``codec``).
 
-Group keys are Spark's state keys: a value bucket's placed key (``>= 0``), or one
-of the two kinds that are not value buckets: ``CHAIN_GROUP`` and ``PASS_GROUP``
-(rows that need no state: dead letters and the parts of stateless results, passed
-straight to the sink). ``kind_of`` is the one place a key is read.
-
->>> kind_of(CHAIN_GROUP), kind_of(PASS_GROUP), kind_of(17)
-('chain', 'pass', 'value')
+The group keys and the numbering are ``keys`` (re-exported here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.keys import (
+    CHAIN_GROUP,
+    PASS_GROUP,
+    SEQ_STRIDE,
+    GroupKind,
+    kind_of,
+    spool_offset,
+)
 from xscl.engine.groups.stored import GroupMemory
 from xscl.engine.output import ResultRecord
 from xscl.engine.records import RecordBuilder
 from xscl.engine.subscriptions import Subscriptions
 
-#: Documents are numbered ``offset * SEQ_STRIDE + k``: k = 1 for the spool record,
-#: 2, 3, ... for the results it publishes (in the chain group).
-SEQ_STRIDE = 1 << 20
-#: State key of the group evaluating the chain-placed queries.
-CHAIN_GROUP = -1
-#: Key of the rows that need no state (dead letters, stateless results' parts).
-PASS_GROUP = -2
-
-GroupKind = Literal["value", "chain", "pass"]
-
-
-def kind_of(key: int) -> GroupKind:
-    """What a group key stands for."""
-    if key == CHAIN_GROUP:
-        return "chain"
-    if key == PASS_GROUP:
-        return "pass"
-    return "value"
-
-
-def spool_offset(seq: int) -> int:
-    """The spool record a document number comes from (a published result: its cause's).
-
-    >>> spool_offset(7 * SEQ_STRIDE + 3)
-    7
-    """
-    return seq // SEQ_STRIDE
+__all__ = [
+    "CHAIN_GROUP",
+    "PASS_GROUP",
+    "SEQ_STRIDE",
+    "DocumentStore",
+    "GroupContext",
+    "GroupKind",
+    "GroupLogic",
+    "RoutedDoc",
+    "horizons",
+    "kind_of",
+    "spool_offset",
+]
 
 
 @dataclass(frozen=True)

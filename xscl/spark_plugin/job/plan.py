@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
-from xscl.engine.routing import DEFAULT_HOT_SALTS, RouteShape
+from xscl.engine.routing import DEFAULT_HOT_SALTS
 from xscl.results.atom import DEFAULT_MAX_ENTRIES
 from xscl.results.group_parts import GroupParts
 from xscl.spark_plugin.job.join_groups import OUTPUT_DDL, STATE_DDL, JoinGroups
@@ -102,10 +102,12 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     spread = plan.hot_folder is not None and shape.salts > 1
     route = RouteTask(
         plan.registry,
-        RouteShape(
-            group_keys(shape.buckets, shape.state_partitions), shape.salts, plan.allowed_lateness
-        ),
-        parts,
+        group_keys(shape.buckets, shape.state_partitions),
+        shape.salts,
+        plan.allowed_lateness,
+        plan.output,
+        plan.results_format,
+        plan.feed_entries,
         plan.applied,
         plan.hot_folder if spread else None,
     )

@@ -32,18 +32,13 @@ import json
 import marshal
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from xscl.engine.groups.routed import PASS_GROUP
-from xscl.engine.records import RecordBuilder
-from xscl.engine.routing import Routed, Router, RouteShape
-from xscl.results.group_parts import GroupParts, OutputRow, PartWriter
-from xscl.spark_plugin.job import hot_values
-from xscl.spark_plugin.results_sink import task_partition
+from xscl.engine.groups.keys import PASS_GROUP
 from xscl.spark_plugin.spool_source import (
     SpoolDataSource,
     SpoolOptions,
@@ -51,7 +46,11 @@ from xscl.spark_plugin.spool_source import (
     SpoolStreamReader,
     read_records,
 )
-from xscl.spark_plugin.worker_context import WorkerContext, worker
+
+if TYPE_CHECKING:  # the task's own imports: the planner processes never load them
+    from xscl.engine.routing import Routed, RouteShape
+    from xscl.results.group_parts import GroupParts, OutputRow, PartWriter
+    from xscl.spark_plugin.worker_context import WorkerContext
 
 FORMAT_NAME = "xscl-routed"
 #: Spark DDL of the routed rows.
@@ -77,11 +76,18 @@ ROWS_PER_BATCH = 1024
 
 @dataclass(frozen=True)
 class RouteTask:
-    """Everything a source task needs besides its range (built on the driver)."""
+    """Everything a source task needs besides its range: plain values (built on the
+    driver by ``job.plan``, passed as the ``route`` option's JSON)."""
 
     registry: str
-    shape: RouteShape
-    parts: GroupParts
+    #: the state key of each value bucket (``engine.routing.RouteShape``)
+    group_keys: tuple[int, ...]
+    salts: int
+    allowed_lateness: int | None
+    #: where and how the stateless queries' results are staged (``GroupParts``)
+    results: str
+    results_format: str
+    feed_entries: int
     #: where the job records the offsets subscription events took effect at
     applied: str | None = None
     #: the job's hot-values folder (None: hot values are not spread)
@@ -93,14 +99,17 @@ class RouteTask:
     @classmethod
     def from_json(cls, text: str) -> RouteTask:
         raw = json.loads(text)
-        shape = raw["shape"]
-        return cls(
-            raw["registry"],
-            RouteShape(tuple(shape["group_keys"]), shape["salts"], shape["allowed_lateness"]),
-            GroupParts(**raw["parts"]),
-            raw["applied"],
-            raw["hot_folder"],
-        )
+        return cls(**{**raw, "group_keys": tuple(raw["group_keys"])})
+
+    def shape(self) -> RouteShape:
+        from xscl.engine.routing import RouteShape
+
+        return RouteShape(self.group_keys, self.salts, self.allowed_lateness)
+
+    def parts(self) -> GroupParts:
+        from xscl.results.group_parts import GroupParts
+
+        return GroupParts(self.results, self.results_format, self.feed_entries)
 
 
 class RoutedDataSource(SpoolDataSource):
@@ -129,6 +138,8 @@ class RoutedStreamReader(SpoolStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Routed rows of one range (executor, once per partition and attempt)."""
+        from xscl.spark_plugin.worker_context import worker
+
         assert isinstance(partition, SpoolRange)
         rows = TaskRows(self.task, worker(), partition.version)
         try:
@@ -147,16 +158,20 @@ class TaskRows:
     """One source task's routed rows, collected as columns (executor, once per task)."""
 
     def __init__(self, task: RouteTask, context: WorkerContext, version: int) -> None:
+        from xscl.engine.records import RecordBuilder
+        from xscl.engine.routing import Router
+        from xscl.spark_plugin.job import hot_values
+
         self.version = version
         task_set = context.queries.at(task.registry, version, task.applied)
         hot = (
             hot_values.read(task.hot_folder)
-            if task.hot_folder is not None and task.shape.salts > 1
+            if task.hot_folder is not None and task.salts > 1
             else frozenset()
         )
         records = RecordBuilder(task_set.subscriptions.record_plan, context.trees(task.registry))
-        self.router = Router(task.shape, task_set.subscriptions, task_set.routing(), records, hot)
-        self.parts = task.parts
+        self.router = Router(task.shape(), task_set.subscriptions, task_set.routing(), records, hot)
+        self.parts = task.parts()
         self.context = context
         self.writer: PartWriter | None = None
         self.columns: list[list[Any]] = [[] for _ in ROUTED_SCHEMA]
@@ -171,6 +186,8 @@ class TaskRows:
             self._pass(routed, ("dead", "", "", 0, routed.dead))
         if routed.records:
             if self.writer is None:
+                from xscl.spark_plugin.results_sink import task_partition
+
                 self.writer = self.parts.writer(task_partition(), self.context.renderer)
             for record in routed.records:
                 self.writer.add(record)

@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -53,18 +53,14 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.durable import fsync_dir, write_synced
 from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.results.atom import (
-    DEFAULT_MAX_ENTRIES,
-    AtomFeedWriter,
-    FeedEntry,
-    SubscribedTexts,
-    result_entry_id,
-)
 from xscl.results.commit import COMMITS, STAGING, StagedPart, clear_staging, commit_batch, discard
-from xscl.results.group_parts import entry_reference, keep_newest
+from xscl.results.feed_rows import entry_reference, keep_newest
 from xscl.results.parts import RESULTS_FORMATS, ResultPart, staged_part
 from xscl.spark_plugin.job import hot_values
 from xscl.spark_plugin.results_sink import task_partition
+
+if TYPE_CHECKING:
+    from xscl.results.atom import AtomFeedWriter
 
 FORMAT_NAME = "xscl-job-output"
 DEAD_LETTERS = "deadletters"
@@ -107,6 +103,8 @@ class JobOutputDataSource(DataSource):
                 f"xscl-job-output option 'format' is {part_format!r}; use one of "
                 + ", ".join(RESULTS_FORMATS)
             )
+        from xscl.results.atom import DEFAULT_MAX_ENTRIES
+
         entries = int(self.options.get("feedEntries", DEFAULT_MAX_ENTRIES))
         return JobOutputWriter(
             str(path),
@@ -117,9 +115,6 @@ class JobOutputDataSource(DataSource):
             self.options.get("fence") or None,
         )
 
-
-#: Per Python worker: the Atom writer of each feeds folder.
-_feed_writers: dict[tuple[str, int], AtomFeedWriter] = {}
 
 
 class JobOutputWriter(DataSourceStreamArrowWriter):
@@ -175,12 +170,16 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
 
     def _feed_writer(self) -> AtomFeedWriter:
         """This worker's Atom writer of the job's feeds folder (made on first use)."""
+        from xscl.results.atom import AtomFeedWriter, SubscribedTexts
+        from xscl.spark_plugin.worker_context import worker
+
+        writers = worker().feed_writers
         key = (str(Path(self.path) / "feeds"), self.feed_entries)
-        writer = _feed_writers.get(key)
+        writer = writers.get(key)
         if writer is None:
             texts = SubscribedTexts(self.registry) if self.registry else None
             writer = AtomFeedWriter(key[0], max_entries=self.feed_entries, subtitles=texts)
-            _feed_writers[key] = writer
+            writers[key] = writer
         return writer
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -404,6 +403,8 @@ class FeedRounds:
 
     def finish(self) -> dict[str, int]:
         """Merge every kept result into its feed; entries now in each feed written."""
+        from xscl.results.atom import FeedEntry, result_entry_id
+
         written: dict[str, int] = {}
         try:
             if not self._newest:
@@ -414,7 +415,8 @@ class FeedRounds:
                 for end, result_id, ref in self._newest.pop(query):
                     data = ref if isinstance(ref, bytes) else self._read(ref)
                     if isinstance(ref, _Place) and ref.rendered:
-                        writer.add_entry(query, FeedEntry(end, result_entry_id(result_id), data))
+                        entry = FeedEntry(end, result_entry_id(result_id), data)
+                        writer.add_entry(query, entry)
                     else:
                         writer.add(json.loads(data), end)
                     merged += len(data)
