@@ -22,7 +22,6 @@ from atom_rules import check_feed
 BASE = 1_149_156_000_000_000
 ROOT = Path(__file__).resolve().parents[2]
 A = "{http://www.w3.org/2005/Atom}"
-RESULT = "{urn:xscl}result"
 
 
 def _record(query: str, n: int) -> dict[str, Any]:
@@ -53,7 +52,7 @@ def test_feed_is_valid_atom_with_one_entry_per_result(tmp_path: Path) -> None:
     entries = parsed.entries
     assert [e.id for e in entries] == [f"urn:xscl:result:{n:032x}" for n in (2, 1, 0)]
     assert entries[0].updated == format_ts(BASE + 20 + 5_000_000)
-    assert entries[0]["xscl_result"] == records[2]["xml"]  # the extension element
+    assert "xscl_result" not in entries[0]  # the record is in the results, by its id
     hrefs = [link.href for link in entries[0].links]
     assert hrefs == ["https://example.org/a/2", "urn:xscl:doc:T:t2"]
     assert entries[0].title == "v<2> & co: S/https://example.org/a/2 → T/t2"
@@ -98,8 +97,7 @@ def test_awkward_characters_are_escaped_or_replaced(tmp_path: Path) -> None:
     root = etree.fromstring((tmp_path / "Q.atom").read_bytes())  # a strict parser accepts it
     entry = root.find(A + "entry")
     assert entry is not None
-    bad = "\ufffd" * 7
-    assert entry.findtext(RESULT) == f'<r a="x">]]> &amp; <b>{bad}|\r\n\t\x7f</r>'
+    assert entry.find("{urn:xscl}result") is None  # the record is in the results, by its id
     # a docid with control characters or quotes is not a URL to link: urn: instead
     hrefs = [link.get("href") for link in entry.iterfind(A + "link")]
     assert hrefs == [
@@ -111,20 +109,19 @@ def test_awkward_characters_are_escaped_or_replaced(tmp_path: Path) -> None:
     assert check_feed((tmp_path / "Q.atom").read_bytes()) == []
     parsed = feedparser.parse(str(tmp_path / "Q.atom"))
     assert not parsed.bozo, parsed.get("bozo_exception")
-    assert "]]> &amp; <b>" in parsed.entries[0]["xscl_result"]
 
 
-def test_result_xml_is_cdata_and_keeps_every_character(tmp_path: Path) -> None:
-    """``]]>`` inside CDATA is split; a ``\\r`` (CDATA would lose it) is escaped."""
-    texts = ["<a>]]></a>]]]]>x&amp;<![CDATA[y]]>", "<a>line\r\nnext]]></a>"]
-    records = [_record("Q", n) | {"xml": text} for n, text in enumerate(texts)]
-    AtomFeedWriter(tmp_path).update(records)
+def test_an_entry_does_not_carry_the_result_xml(tmp_path: Path) -> None:
+    """A ``SELECT *`` result copies its documents' elements (whole articles): the entry
+    keeps the readable fields only, and its id names the committed record."""
+    article = "<content>" + "lorem ipsum " * 5_000 + "</content>"
+    record = _record("Q", 1) | {"xml": f'<result query="Q"><item>{article}</item></result>'}
+    AtomFeedWriter(tmp_path).update([record])
     raw = (tmp_path / "Q.atom").read_bytes()
-    assert b"<![CDATA[<a>]]]]><![CDATA[></a>" in raw
-    assert b"line&#13;\nnext" in raw
-    root = etree.fromstring(raw)
-    contents = [e.findtext(RESULT) for e in root.iterfind(A + "entry")]
-    assert contents == texts[::-1]
+    assert b"lorem" not in raw and len(raw) < 4_000
+    entry = etree.fromstring(raw).find(A + "entry")
+    assert entry is not None
+    assert entry.findtext(A + "id") == f"urn:xscl:result:{record['result_id']}"
 
 
 # -- the RSS example's feeds, as a person reads them ------------------------------------
@@ -169,7 +166,6 @@ def test_the_rss_example_reads_well_in_a_feed_reader(tmp_path: Path) -> None:
     link = '<a href="https://news.example/2026/11/acme-tls">Acme patches TLS resumption flaw</a>'
     assert link in body
     assert "news · 2026-11-03 07:15:00 UTC" in body
-    assert first["xscl_result"].startswith('<result query="advisory_coverage"><item')
     chain = feedparser.parse(str(feeds / "busy_then_release.atom")).entries[0]
     assert chain.title == (
         "Acme patches TLS resumption flaw + Backup agents under scrutiny"

@@ -7,8 +7,12 @@ Each result record (spec section 4) becomes one entry (RFC 4287):
 * ``updated`` = the result's end time (the latest timestamp of its documents);
 * ``title``, a ``link`` to the first document, a ``link rel="related"`` per other
   document and an HTML ``content`` (join values, each document's title, stream and
-  time), made by ``feed_entry``;
-* ``xscl:result`` (namespace ``urn:xscl``) = the result XML as text, for programs.
+  time), made by ``feed_entry``.
+
+An entry does not carry the result's XML (a ``SELECT *`` result copies its documents'
+elements, whole articles: one feed of the default 200 entries was ~12 MB): a program
+reads the full record from the committed results by the result id its entry id holds
+(``xscl.results.read``).
 
 The feed has the query's text as ``subtitle`` (when the writer knows the
 subscriptions), a ``link rel="self"`` and the newest entry's ``updated``. A feed keeps
@@ -22,9 +26,8 @@ result (or ``add_entry`` per entry a join group rendered already, with
 ``EntryRenderer``), then one ``flush``; or ``write_feeds_from_results`` over a
 committed results directory. A flush redoes no work it can avoid:
 
-* entries are rendered straight to UTF-8 bytes by templates: short fields escaped as
-  lxml escapes them, the result XML as CDATA (the same text to a reader, no escaping
-  growth). Characters XML 1.0 forbids become U+FFFD;
+* entries are rendered straight to UTF-8 bytes by templates, fields escaped as lxml
+  escapes them. Characters XML 1.0 forbids become U+FFFD;
 * each feed's current entries stay in memory as ``(updated, id, bytes)``, so a flush
   renders only the batch's new entries. The cache is an LRU over feeds bounded by
   total bytes (``cache_bytes``). A feed not in it (a new writer after a restart,
@@ -54,7 +57,6 @@ from lxml import etree
 
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
-from xscl.engine.pieces import PieceCache
 from xscl.lang.ast import Query
 from xscl.results.feed_entry import EntryText, cel_entry_text, entry_text
 from xscl.results.read import read_results
@@ -64,8 +66,6 @@ if TYPE_CHECKING:
     from xscl.service.subscriptions import SubscriptionEvent
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
-#: Namespace of the ``xscl:result`` extension element (the raw result XML).
-XSCL_NS = "urn:xscl"
 DEFAULT_MAX_ENTRIES = 200
 #: Default bound of the rendered entries kept in memory, over all feeds.
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
@@ -117,25 +117,6 @@ def escape_text(text: str) -> bytes:
     )
 
 
-def character_data(text: str) -> bytes:
-    """Long text as a CDATA section (``]]>`` split): no escaping work, no growth.
-
-    Markup-heavy text (result XML) grows when escaped. Text with ``\\r`` is escaped
-    instead: a CDATA section cannot keep it from becoming ``\\n``.
-    """
-    body = _cdata_body(text)
-    if body == b"\r":
-        return escape_text(text)
-    return b"<![CDATA[" + body + b"]]>"
-
-
-def _cdata_body(piece: str) -> bytes:
-    """A piece's share of ``character_data``'s CDATA (``]]>`` split), or ``b"\\r"``
-    when it holds a carriage return (then the whole text is escaped instead)."""
-    data = _utf8(piece)
-    return b"\r" if b"\r" in data else data.replace(b"]]>", b"]]]]><![CDATA[>")
-
-
 def escape_attribute(text: str) -> bytes:
     """A double-quoted attribute value as lxml writes it (tabs and newlines kept)."""
     return (
@@ -174,11 +155,8 @@ def result_entry_id(result_id: str) -> str:
     return xml_safe(f"urn:xscl:result:{result_id}")
 
 
-def render_entry(
-    entry_id: str, updated_micros: int, text: EntryText, xml: str | bytes
-) -> FeedEntry:
-    """One ``<entry>`` element (indented as in the feed) from its fields; ``xml`` (the
-    result XML) as text, or already as ``character_data`` gives it."""
+def render_entry(entry_id: str, updated_micros: int, text: EntryText) -> FeedEntry:
+    """One ``<entry>`` element (indented as in the feed) from its fields."""
     related = b"".join(
         b'    <link rel="related" href="' + escape_attribute(href) + b'"/>\n'
         for href in text.related
@@ -196,23 +174,17 @@ def render_entry(
             related,
             _CONTENT_START,
             escape_text(text.html),
-            _CONTENT_END,
-            character_data(xml) if isinstance(xml, str) else xml,
             _ENTRY_END,
         )
     )
     return FeedEntry(updated_micros, entry_id, data)
 
 
-def entry_of(
-    record: Mapping[str, Any], end_micros: int | None = None, content: bytes | None = None
-) -> FeedEntry:
-    """The Atom entry of one result record (``end_micros``: its end time, if known;
-    ``content``: its XML as ``character_data``, if already made)."""
+def entry_of(record: Mapping[str, Any], end_micros: int | None = None) -> FeedEntry:
+    """The Atom entry of one result record (``end_micros``: its end time, if known)."""
     updated = result_end_micros(record) if end_micros is None else end_micros
-    xml = str(record.get("xml", "")) if content is None else content
     text = entry_text(record) if "docs" in record else cel_entry_text(record)
-    return render_entry(entry_id_of(record), updated, text, xml)
+    return render_entry(entry_id_of(record), updated, text)
 
 
 _RESULT_START = '<result query="'
@@ -244,12 +216,12 @@ class EntryRenderer:
     """Atom entries of result records, with the work results share done once.
 
     Results of the same documents share their XML but for the ``<result
-    query="...">`` wrapper (every query that matched them): each XML piece's CDATA
-    and each entry's text (title, links, HTML: from the documents, the join values
-    and the XML's elements, never the query) are kept, so a heavy batch parses each
-    document pairing once, not once per result. ``max_bytes`` bounds each cache
-    (they start over past it). The same record gives the same bytes from its JSON
-    line (``entry``, the sink) and as an object (``result_entry``, the join groups).
+    query="...">`` wrapper (every query that matched them): each entry's text (title,
+    links, HTML: from the documents, the join values and the XML's elements, never the
+    query) is kept, so a heavy batch parses each document pairing once, not once per
+    result. ``max_bytes`` bounds the cache (it starts over past it). The same record
+    gives the same bytes from its JSON line (``entry``, the sink) and as an object
+    (``result_entry``, the join groups).
 
     >>> from xscl.engine.output import ResultRecord
     >>> record = ResultRecord("q", "r1", (("S", "d1", 0),), (), (("x", "v"),), 0, 0,
@@ -260,8 +232,7 @@ class EntryRenderer:
     """
 
     def __init__(self, max_bytes: int) -> None:
-        #: XML piece -> its CDATA body (``_cdata_body``)
-        self._pieces = PieceCache(max_bytes)
+        self.max_bytes = max_bytes
         #: (XML body, documents, join values) -> the entry's text
         self._texts: dict[_TextKey, EntryText] = {}
         self._texts_size = 0
@@ -274,8 +245,7 @@ class EntryRenderer:
         if parts is None:
             parts = result_body(str(record.get("xml", "")))
         if parts is None or not record.get("docs"):  # a CEL result, or no documents
-            content = None if parts is None else self._content(parts)
-            return entry_of(record, end, content)
+            return entry_of(record, end)
         docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
         values = tuple((record.get("values") or {}).items())
         return self._render(entry_id_of(record), end, parts, docs, values, lambda: record)
@@ -310,23 +280,12 @@ class EntryRenderer:
         text = self._texts.get(key)
         if text is None:
             text = entry_text(record())
-            if self._texts_size + len(body) > self._pieces.max_bytes:
+            if self._texts_size + len(body) > self.max_bytes:
                 self._texts.clear()
                 self._texts_size = 0
             self._texts[key] = text
             self._texts_size += len(body)
-        return render_entry(entry_id, end, text, self._content(parts))
-
-    def _content(self, parts: Sequence[str]) -> bytes:
-        """``character_data`` of the XML made of ``parts`` (``xml_parts``: a ``SELECT *``
-        result's elements, shared by every result of the same documents; else
-        ``result_body``'s split), each piece converted once."""
-        bodies = [self._pieces.get(part, _cdata_body) for part in parts]
-        # a carriage return means escaped text, and a piece ending in "]" could form
-        # "]]>" with the next: both are rare, and then the whole text is converted
-        if any(b == b"\r" or b.endswith(b"]") for b in bodies):
-            return character_data("".join(parts))
-        return b"".join((b"<![CDATA[", *bodies, b"]]>"))
+        return render_entry(entry_id, end, text)
 
 
 #: Distinct document tuples ``EntryRenderer`` keeps formatted before starting over.
@@ -370,13 +329,7 @@ def read_entries(feed: Path) -> list[FeedEntry]:
         return []
 
 
-_FEED_START = (
-    b"<?xml version='1.0' encoding='UTF-8'?>\n<feed xmlns=\""
-    + ATOM_NS.encode()
-    + b'" xmlns:xscl="'
-    + XSCL_NS.encode()
-    + b'">\n'
-)
+_FEED_START = b"<?xml version='1.0' encoding='UTF-8'?>\n<feed xmlns=\"" + ATOM_NS.encode() + b'">\n'
 _HEAD_END = b'  <generator uri="urn:xscl">xscl</generator>\n'
 _ENTRY_START = b"  <entry>\n    <id>"
 _ID_END = b"</id>\n    <title>"
@@ -384,8 +337,7 @@ _TITLE_END = b"</title>\n    <updated>"
 _UPDATED_END = b"</updated>\n"
 _LINK_START = b"    <link "
 _CONTENT_START = b'    <content type="html">'
-_CONTENT_END = b"</content>\n    <xscl:result>"
-_ENTRY_END = b"</xscl:result>\n  </entry>\n"
+_ENTRY_END = b"</content>\n  </entry>\n"
 
 
 def own_entries(data: bytes) -> list[FeedEntry] | None:
@@ -394,8 +346,7 @@ def own_entries(data: bytes) -> list[FeedEntry] | None:
 
     Re-reading a feed this writer wrote (after a restart, or when the feed fell out
     of the cache) is then a scan, not a parse. Text fields are escaped (no ``<`` or
-    ``"`` inside), and a CDATA section cannot hold ``]]>``, so every boundary below
-    is unambiguous.
+    ``"`` inside), so every boundary below is unambiguous.
     """
     try:
         if not data.startswith(_FEED_START):
@@ -415,15 +366,7 @@ def own_entries(data: bytes) -> list[FeedEntry] | None:
                 at = data.index(b'"/>\n', at + len(_LINK_START)) + 4
             if not data.startswith(_CONTENT_START, at):
                 return None
-            at = data.index(_CONTENT_END, at) + len(_CONTENT_END)
-            if data.startswith(b"<![CDATA[", at):
-                while data.startswith(b"<![CDATA[", at):
-                    at = data.index(b"]]>", at + 9) + 3
-            else:
-                at = data.index(b"</xscl:result>", at)
-            if not data.startswith(_ENTRY_END, at):
-                return None
-            at += len(_ENTRY_END)
+            at = data.index(_ENTRY_END, at) + len(_ENTRY_END)
             entries.append(FeedEntry(updated, entry_id, data[start:at]))
         return entries if data[at:] == b"</feed>\n" else None
     except (ValueError, UnicodeDecodeError):
