@@ -113,6 +113,10 @@ class JobQueries:
         )
 
 
+#: The applied-folder key of a set built before any offset was recorded (``prebuild``).
+PREBUILT = "<prebuilt>"
+
+
 class LiveQueries:
     """A worker's subscriptions by (registry, applied folder): each kept at the newest
     version asked for, extended event by event (one per Python worker, in its
@@ -130,8 +134,8 @@ class LiveQueries:
         Extends the cached set event by event when it is older; rebuilds from the first
         event when it is newer (a replay after a restart asks for an earlier version).
         ``applied``: where the job records the offsets events took effect at (its epoch).
-        A set built under another applied folder (a standby's warm-up) is adopted and
-        rebased.
+        A set built under another applied folder (``prebuild``, a standby's warm-up) is
+        adopted and rebased.
         """
         cached = self._built.get((registry, applied))
         if cached is not None and cached.version == version:
@@ -156,6 +160,24 @@ class LiveQueries:
             settled()
         self._built[(registry, applied)] = cached
         return cached
+
+    def prebuild(self, registry: str) -> JobQueries | None:
+        """Every event of ``registry`` registered now, before any task asks (None: no
+        event yet): the worker daemon builds it once per executor before it forks its
+        workers (``spark_plugin.worker_daemon``), and each worker adopts it, rebased to
+        the offsets its job recorded (only ``since`` depends on them)."""
+        log = SubscriptionLog(Path(registry))
+        versions = log.versions()
+        if not versions:
+            return None
+        built = JobQueries()
+        texts = FromTexts(built.shapes)
+        unsettled()
+        for event in range(1, versions[-1] + 1):
+            built.apply(event, log, 0, compiler_for(registry, event, texts))
+        settled()
+        self._built[(registry, PREBUILT)] = built
+        return built
 
     def _adopt(self, registry: str, version: int, offsets: dict[int, int]) -> JobQueries | None:
         """A set built for ``registry`` with another applied folder (a standby's warm-up),
