@@ -82,11 +82,11 @@ def test_restarted_job_rebuilds_state_and_matches_the_expected_results(
         assert not parsed.bozo
         assert check_feed((feeds / f"{query}.atom").read_bytes()) == []
         assert parsed.feed.subtitle  # the query's text, from the job's registry
-        entries = {e.id: e["xscl_result"] for e in parsed.entries}
-        # each entry keeps its result's XML (a SELECT * result's, from its pieces)
-        assert entries == {
-            f"urn:xscl:result:{r['result_id']}": r["xml"] for r in expected if r["query"] == query
+        # one entry per result, named by its record's id (the record itself is in the parts)
+        assert {e.id for e in parsed.entries} == {
+            f"urn:xscl:result:{r['result_id']}" for r in expected if r["query"] == query
         }
+        assert all("xscl_result" not in e for e in parsed.entries)
         assert all(e.content[0].type == "text/html" and e.link for e in parsed.entries)
 
 

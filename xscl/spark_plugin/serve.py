@@ -193,7 +193,11 @@ def _session(r: ServeRequest) -> Any:
     from xscl.spark_plugin.session import build_session
 
     print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
-    return build_session(r.master, f"xscl-{r.name}", home=r.home.root)
+    from xscl.spark_plugin.worker_daemon import PREBUILD_ENV
+
+    registry = r.home.registry / r.name
+    conf = {f"spark.executorEnv.{PREBUILD_ENV}": str(registry)}
+    return build_session(r.master, f"xscl-{r.name}", conf, home=r.home.root)
 
 
 def _job_plan(

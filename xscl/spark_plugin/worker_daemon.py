@@ -13,6 +13,16 @@ pyspark's own daemon unchanged, so the workers it forks import the compiled copy
 no installed copy of that version exists (a Spark distribution's executors without a
 pip pyspark), the path is left as Spark made it.
 
+**Subscriptions built once per executor.** When the job names its registry in the
+daemon's environment (``PREBUILD_ENV``, set by ``xscl serve`` through
+``spark.executorEnv``), the daemon registers every subscription before it forks any
+worker (``LiveQueries.prebuild``: Stage 1's automaton and index, the R_T tries, the
+output plans), freezes them out of the collector's way (``gc.freeze``), and each worker
+it forks starts with them, adopting them rebased to its epoch's offsets. Without it,
+every Python worker built them itself (mixed workload, 10k subscriptions: three
+workers, 17 CPU-s of registering; docs/benchmarks.md). A failure here only costs that
+time: the workers build their own.
+
 Where it runs: on every executor (and the driver in local mode), once per Python
 daemon Spark starts; nothing here is pickled. It must not import pyspark before the
 path is settled (``xscl`` and ``xscl.spark_plugin`` do not).
@@ -26,6 +36,8 @@ import zipfile
 
 #: The module of each zipped package whose bytes must match the installed copy's.
 VERSION_FILES = ("pyspark/version.py", "py4j/version.py")
+#: The daemon's environment variable naming the job's registry to build before forking.
+PREBUILD_ENV = "XSCL_PREBUILD_REGISTRY"
 
 
 def installed_first(path: list[str]) -> list[str]:
@@ -73,9 +85,22 @@ def _read(file: str) -> bytes | None:
         return None
 
 
+def prebuild(registry: str) -> None:
+    """Build the registry's subscriptions in this (daemon) process, for its workers."""
+    try:
+        from xscl.spark_plugin.worker_context import worker
+
+        worker().queries.prebuild(registry)
+    except Exception as exc:  # an optimisation: each worker builds its own instead
+        print(f"xscl: subscriptions not built before forking: {exc}", file=sys.stderr)
+
+
 def main() -> None:
     """Settle the path, then run pyspark's daemon (it reads ``sys.argv`` as Spark gave it)."""
     sys.path[:] = installed_first(sys.path)
+    registry = os.environ.get(PREBUILD_ENV)
+    if registry:
+        prebuild(registry)
     from pyspark.daemon import manager
 
     manager()
