@@ -45,7 +45,7 @@ from xscl.results.commit import STAGING
 from xscl.results.feed_rows import keep_newest
 from xscl.results.parts import PARTS, ResultPart
 
-#: One output row of the join groups (``groups.OUTPUT_DDL``).
+#: One output row of the join groups (``spark_plugin.job.join_groups.OUTPUT_DDL``).
 OutputRow = tuple[str, str, str, int, bytes]
 
 

@@ -9,7 +9,7 @@ staging file as it comes, and the file is made durable when the task's rows end.
 One protocol (``ResultPart``), one implementation per results format:
 
 * ``JsonLinesPart``: the lines as they are (spec section 4's interchange format);
-* ``ParquetPart``: the records as rows of ``results_parquet.RESULT_SCHEMA``,
+* ``ParquetPart``: the records as rows of ``results.parquet.RESULT_SCHEMA``,
   a row group at a time.
 
 Example::
@@ -90,7 +90,7 @@ class JsonLinesPart:
 
 
 class ParquetPart:
-    """The records as Parquet rows (``results_parquet.StagedParquet``: a row group at a
+    """The records as Parquet rows (``results.parquet.StagedParquet``: a row group at a
     time, so the task holds one group, not the batch)."""
 
     def __init__(self, staging: Path, partition: int) -> None:

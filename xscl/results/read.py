@@ -77,7 +77,7 @@ def read_results(path: str | Path, key: str = "result_id") -> Iterator[dict[str,
 
     ``key``: the field that identifies a record (``id`` for CEL results, docs/cel.md 5.2).
 
-    Part files are JSON Lines or Parquet (``results_parquet``), by their suffix;
+    Part files are JSON Lines or Parquet (``results.parquet``), by their suffix;
     a directory may hold both (the job restarted with another ``--results-format``).
     """
     seen: set[str] = set()

@@ -118,7 +118,7 @@ class CommittedResults:
     """Results per committed micro-batch, read from the sink's markers (driver).
 
     The job's sink counts the results of a batch in its commit marker
-    (``_commits/<batch>.json``, ``results_sink.commit_batch``); the progress line
+    (``_commits/<batch>.json``, ``results.commit.commit_batch``); the progress line
     reads it there, so the driver never counts results itself.
     """
 

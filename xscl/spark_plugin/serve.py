@@ -108,7 +108,7 @@ def serve(request: ServeRequest) -> JobReport:
 
 def _compile_subscriptions(spark: Any, registry: str) -> None:
     """Compile the subscriptions not compiled yet, on the executors (driver, at start;
-    ``compiled.spark_job``). Workers register from the texts what is not compiled, so a
+    ``spark_plugin.compile_job``). Workers register from the texts what is not compiled, so a
     failure here only costs their start-up time."""
     from xscl.spark_plugin.compile_job import COMPILE_MIN_QUERIES, compile_registry
 

@@ -8,7 +8,7 @@ Where things run:
   the driver JVM starts), the results writer's ``commit`` and the progress listener.
 * **Executors** (Python workers of the executor JVMs; in local mode threads of the
   driver JVM with their own Python worker processes): ``read`` of the sources,
-  ``write`` of the sinks, ``mapInArrow`` / ``transformWithStateInPandas`` functions.
+  ``write`` of the sinks, ``mapInArrow`` / ``applyInPandasWithState`` functions.
   Every Python process must be able to ``import xscl``: install the package (wheel,
   image, packed venv) or put it on ``PYTHONPATH``; ``--py-files`` does not reach the
   source planner, a Python worker the driver JVM starts with its own path.

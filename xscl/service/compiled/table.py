@@ -9,7 +9,7 @@ parsing or normalising (``sources.FromTable``), and a restart reuses it.
 Layout: ``REGISTRY/compiled/event=N/*.parquet`` holds the queries of subscribe
 event N (unsubscribe events need nothing: their ids are in the event file). A
 folder appears whole (renamed into place), written once per event, by the compile
-job (``spark_job``) or in process (``write_event``). ``spark.read.parquet(
+job (``spark_plugin.compile_job``) or in process (``write_event``). ``spark.read.parquet(
 "REGISTRY/compiled")`` reads every event's rows with an ``event`` column.
 
 Columns (composite cells are ``values.encode`` JSON text; Parquet's dictionary
@@ -35,7 +35,7 @@ kinds           R_T row: operator kinds
 ==============  ==============================================================
 
 Where it runs: ``compiled_batch`` in the compile job's executor tasks (or in one
-process, ``spark_job.compile_in_process``); ``read_event`` in every Python worker, once per
+process, ``compile_job.compile_in_process``); ``read_event`` in every Python worker, once per
 subscribe event (``live_queries.LiveQueries``). Nothing here is pickled.
 """
 

@@ -20,7 +20,7 @@ of batches up to C; the subscription events applied at offsets up to the end of 
 C; the Atom feeds. Spark never changes a checkpoint file in place (it writes a new
 file and renames it), so a link is a snapshot of the file, and a file the old primary
 writes later under the same name never changes the new epoch's copy. Last, E is
-chained after batch C (``results_sink.open_epoch``): readers see P's markers up to C
+chained after batch C (``results.commit.open_epoch``): readers see P's markers up to C
 only, and the new primary replays everything after C.
 
 Where it runs: the driver of the instance that just took the lease, once per epoch.

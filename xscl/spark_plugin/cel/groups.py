@@ -18,7 +18,7 @@ wrote: when Spark hands it the same bytes (the usual case: the same executor
 runs the group's partition every batch) it goes on with that engine instead of
 compiling the queries and importing the state again.
 
-Output rows: ``groups.OUTPUT_DDL`` of the XSCL job (so the same sink writes
+Output rows: ``job.join_groups.OUTPUT_DDL`` of the XSCL job (so the same sink writes
 them): ``result`` rows with the CEL record (docs/cel.md 5.2) as their line,
 ``dead`` rows passed through from the ``dead`` group.
 

@@ -1,7 +1,7 @@
 """``xscl-cel-events``: CEL events from committed XSCL results and an events folder.
 
 Offsets are ``{"xscl": [epoch, batch], "events": seq, "latest": micros}``: the
-last XSCL batch marker read (in the chain ``results_sink.visible_markers``
+last XSCL batch marker read (in the chain ``results.read.visible_markers``
 follows across pair epochs), the last events file read (``event_folder``), and
 the job's **clock**: the largest end of everything read so far (markers carry
 ``max_end``, event files their index's ``latest``; the driver reads no event).

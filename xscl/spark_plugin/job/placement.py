@@ -12,8 +12,8 @@ left of the skew is the values themselves (hot values are spread by salting).
 ``spark_hash_int`` is Spark's ``Murmur3_x86_32.hashInt`` (tested against
 ``spark_partition_id()``).
 
-Where it runs: ``group_keys`` on executors, once per Stage 1 task (a few
-microseconds per bucket).
+Where it runs: ``group_keys`` on the driver, once per job start (``plan.start_job``; a
+few microseconds per bucket); the keys it picks travel in the source tasks' ``RouteTask``.
 
 >>> [partition_of(k, 4) for k in group_keys(8, 4)]
 [0, 1, 2, 3, 0, 1, 2, 3]

@@ -11,7 +11,7 @@
                                                                  commits the parts
 
 The plan never changes while the job runs: subscriptions are data read by the tasks
-(``queries``), so subscribing, even to a new template, needs no new plan. Its
+(``service.live_queries``), so subscribing, even to a new template, needs no new plan. Its
 shape is fixed by the checkpoint (``shape``): ``state_partitions`` (Spark's shuffle
 partitions, the state store's partitioning), ``buckets`` (how many value groups
 string values are hashed into) and ``salts`` are settled at the job's first start

@@ -1,14 +1,14 @@
 """``xscl-job-output``: where the join groups' rows go, written by tasks, committed by batch.
 
-The job's streaming query ends in this sink. Its rows (``groups.OUTPUT_DDL``) arrive
+The job's streaming query ends in this sink. Its rows (``join_groups.OUTPUT_DDL``) arrive
 partitioned by query id, so each task owns its queries' Atom feeds for the batch:
 
 * **results**: the XSCL job's join groups staged their results as parts themselves
   (``group_parts``; a ``part`` row names each); the CEL job sends ``result`` rows,
-  which each task writes to one staging part as they arrive (``result_parts``: JSON
+  which each task writes to one staging part as they arrive (``results.group_parts``: JSON
   Lines, or Parquet with ``format=parquet``; repeated result ids dropped). The
   driver's commit renames every part and writes ``_commits/<batch:020d>.json``
-  atomically (``results_sink.commit_batch``): a replayed batch finds its marker and
+  atomically (``results.commit.commit_batch``): a replayed batch finds its marker and
   discards what it staged, so no result is committed twice;
 * **dead letters**: staged the same way and renamed to
   ``deadletters/<batch:020d>-<task:05d>.jsonl`` before the marker (a replay renames

@@ -9,7 +9,7 @@ pays it while the standby waits: it runs the job's plan once (``availableNow``) 
 a scratch spool holding the newest ``WARM_RECORDS`` records of the job's spool, with
 the job's own registry and everything else under ``HOME/tmp``, so nothing of the job
 is written. The workers keep what they built; a new primary's tasks adopt it
-(``queries._adopt`` rebases each query's subscription offset).
+(``service.live_queries.LiveQueries._adopt`` rebases each query's subscription offset).
 
 Spark ends Python workers idle for a minute, so every ``KEEP_SECONDS`` the warmer
 runs a one-task-per-core job that asks each worker for the registry's newest version

@@ -211,7 +211,7 @@ def registry_sharing(
     components: Components | None = None,
 ) -> SharingSummary:
     """The sharing groups of ``registry``'s live queries (its pending events should be
-    compiled first: ``compiled.spark_job.compile_registry``); ``components`` default
+    compiled first: ``spark_plugin.compile_job.compile_registry``); ``components`` default
     ``components_for(spark)``. Raises ``NoSubscriptionsError`` when the registry has no
     event (``XSCL-S015``) or no live query (``XSCL-S016``)."""
     check_registry(registry)
