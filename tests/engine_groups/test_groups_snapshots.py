@@ -103,3 +103,52 @@ def test_a_replay_from_the_older_snapshot_gives_the_same_records(tmp_path: Path)
         replayed, _snap = _run(_logic(key, snap1, queries, spool, memory), later)
         assert replayed == ids2
         assert ids2 and not ids1 & ids2
+
+
+def test_groups_alternating_between_two_workers_give_one_worker_s_records(
+    tmp_path: Path,
+) -> None:
+    """Spark sends a group's batches to whichever worker is free: a worker handed a
+    snapshot the other wrote rebuilds from its bytes, reusing the documents it decoded
+    before and decoding only the others."""
+    log = SubscriptionLog(tmp_path / "registry")
+    log.subscribe(QUERIES, source="q.xscl")
+    log.record_applied(1, 0)
+    queries = LiveQueries().at(str(tmp_path / "registry"), 1)
+    docs = _docs(18)
+    spool = Spool(docs)
+    routed = _routed(queries, docs, RouteShape((0, 1, 2), 1, None))
+    assert any(kind_of(key) == "chain" for key in routed)
+    for key, rows in routed.items():
+        batches = [[d for d in rows if lo <= d.seq >> 20 < lo + 6] for lo in (0, 6, 12)]
+        records = RecordBuilder(queries.subscriptions.record_plan, DocumentTrees())
+
+        def logic(
+            snapshot: bytes | None,
+            decoded: DecodedDocs,
+            key: int = key,
+            records: RecordBuilder = records,
+        ) -> GroupLogic:
+            context = GroupContext(
+                queries.subscriptions, spool, records, None, None, decoded, None, key
+            )
+            if kind_of(key) == "chain":
+                return ChainGroup(snapshot, context)
+            return ValueGroup(snapshot, context)
+
+        alone, snapshot = DecodedDocs(), None
+        expected: set[str] = set()
+        for batch in batches:
+            ids, snapshot = _run(logic(snapshot, alone), batch)
+            expected |= ids
+        workers = [DecodedDocs(), DecodedDocs()]
+        got: set[str] = set()
+        snapshot = None
+        for number, batch in enumerate(batches):
+            ids, snapshot = _run(logic(snapshot, workers[number % 2]), batch)
+            got |= ids
+        assert got == expected and expected
+        if kind_of(key) == "chain":  # each document decoded once per worker, not per batch
+            seen_by_first = len(batches[0]) + len(batches[1]) + len(batches[2])
+            assert workers[0].misses == seen_by_first
+            assert workers[1].misses == len(batches[0]) + len(batches[1])

@@ -6,8 +6,8 @@ globals of the modules that use it:
 
 * ``queries``: the subscriptions at each registry version (``service.live_queries``):
   built from the compiled table or the texts, then extended event by event;
-* ``decoded``: per job, the value groups' recently decoded documents (``engine.groups.
-  decoded``);
+* ``decoded``: per job and group kind (value, chain), the recently decoded documents
+  (``engine.groups.decoded``);
 * ``memory``: per job, the group states this worker wrote, reused when Spark hands
   the same snapshot back (``engine.groups.stored.GroupMemory``);
 * ``documents``: one spool reader per spool (its segment index walked once);
@@ -42,7 +42,7 @@ class WorkerContext:
 
     queries: LiveQueries = field(default_factory=LiveQueries)
     _trees: dict[str, DocumentTrees] = field(default_factory=dict)
-    _decoded: dict[str, DecodedDocs] = field(default_factory=dict)
+    _decoded: dict[tuple[str, str], DecodedDocs] = field(default_factory=dict)
     _memory: dict[str, GroupMemory[Any]] = field(default_factory=dict)
     renderer: EntryRenderer = field(
         default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4)
@@ -57,11 +57,12 @@ class WorkerContext:
             found = self._trees[registry] = DocumentTrees()
         return found
 
-    def decoded(self, registry: str) -> DecodedDocs:
-        """The decoded value-group documents of the job whose registry is ``registry``."""
-        found = self._decoded.get(registry)
+    def decoded(self, registry: str, kind: str) -> DecodedDocs:
+        """The decoded documents of ``kind``'s groups (``engine.groups.routed.kind_of``) of
+        the job whose registry is ``registry`` (a document's bytes differ by kind)."""
+        found = self._decoded.get((registry, kind))
         if found is None:
-            found = self._decoded[registry] = DecodedDocs()
+            found = self._decoded[(registry, kind)] = DecodedDocs()
         return found
 
     def memory(self, registry: str) -> GroupMemory[Any]:

@@ -44,10 +44,14 @@ class ChainGroup:
         if isinstance(live, tuple):  # what this worker kept: the documents, decoded
             self.stored, self.state = live
         else:
+            # another worker wrote the snapshot (Spark does not send a group to the worker
+            # that ran it last), or none did: what this worker decoded before is reused
             self.stored = StoredDocs.load(snapshot)
             self.state = JoinState()
+            cache = context.decoded
             for entry in self.stored.docs:
-                self.state.store(decode(entry.data))
+                doc = decode(entry.data) if cache is None else cache.get(entry.seq, entry.data)
+                self.state.store(doc)
         self.context = context
 
     def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
@@ -63,7 +67,9 @@ class ChainGroup:
             state.evict(bounds[0])
         emitted: set[str] = set()
         for doc in sorted(docs, key=lambda d: d.seq):
-            queue: deque[DocState] = deque([decode(doc.data)])
+            cache = context.decoded
+            first = decode(doc.data) if cache is None else cache.get(doc.seq, doc.data)
+            queue: deque[DocState] = deque([first])
             number = doc.seq
             while queue:
                 current = queue.popleft()

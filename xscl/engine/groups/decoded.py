@@ -1,9 +1,11 @@
-"""A worker's recently decoded value-group documents, by sequence number.
+"""A worker's recently decoded group documents, by sequence number.
 
 A value group decodes (``codec.decode``) every stored document a batch probes and every
 routed document, and a document is routed to one group per value it is stored under:
 without a cache the same bytes became a ``DocState`` again in each group and each batch
-(7% of a mixed workload's Python samples). A document's bytes never change once routed
+(7% of a mixed workload's Python samples). The chain group, handed a snapshot
+another worker wrote, rebuilds its join state from the documents this worker decoded
+before, decoding only the others. A document's bytes never change once routed
 (its sequence number names one spool record of one job), so a decoded document serves
 every later group call of the same job in the same worker. Least recently used ones go
 first past ``capacity``.

@@ -89,7 +89,7 @@ class GroupContext:
     allowed_lateness: int | None
     #: a value with more documents stored under it here is reported hot (None: never)
     hot_threshold: int | None = None
-    #: the worker's decoded value-group documents of this job (None: decode each time)
+    #: the worker's decoded documents of this job and group kind (None: decode each time)
     decoded: DecodedDocs | None = None
     #: the worker's live group states of this job, and this group's key (``stored``)
     memory: GroupMemory[Any] | None = None

@@ -85,7 +85,7 @@ class JoinGroups:
             RecordBuilder(queries.subscriptions.record_plan, context.trees(self.registry)),
             self.allowed_lateness,
             self.hot_threshold,
-            context.decoded(self.registry) if kind == "value" else None,
+            context.decoded(self.registry, kind),
             context.memory(self.registry),
             group,
         )
