@@ -53,6 +53,9 @@ class ServeRequest:
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
     feed_entries: int = 200
+    #: where the feeds are served (``--feed-base-url``): their ``rel="self"`` links are
+    #: ``URL/<query>.atom``; None: the stable ``HOME/results/NAME/feeds`` folder
+    feed_base_url: str | None = None
     state_partitions: int | None = None
     value_groups: int | None = None
     hot_salts: int = 8
@@ -133,9 +136,7 @@ def _start(r: ServeRequest) -> JobReport:
 
     home = r.home
     log = SubscriptionLog(home.registry / r.name)
-    lease = job_lease(
-        r.lease, home.root, r.name, r.lease_seconds, r.lease_name, r.lease_namespace
-    )
+    lease = job_lease(r.lease, home.root, r.name, r.lease_seconds, r.lease_name, r.lease_namespace)
     board = StandbyBoard(pair_folder(home.root, r.name) / "standbys")
     member = PairMember(
         lease, board, r.renew_seconds, floor=lambda: newest_epoch(home.root, r.name)
@@ -200,9 +201,7 @@ def _session(r: ServeRequest) -> Any:
     return build_session(r.master, f"xscl-{r.name}", conf, home=r.home.root)
 
 
-def _job_plan(
-    r: ServeRequest, log: SubscriptionLog, folders: Any
-) -> Any:
+def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
     """The job's plan over ``folders`` (an epoch's, ``pair.epochs``), without a fence."""
     from xscl.spark_plugin.job.plan import JobPlan
 
@@ -215,6 +214,7 @@ def _job_plan(
         allowed_lateness=r.allowed_lateness,
         results_format=r.results_format,
         feed_entries=r.feed_entries,
+        feed_base_url=r.feed_base_url or folders.feeds_link.as_uri(),
         state_partitions=r.state_partitions,
         buckets=r.value_groups,
         hot_folder=str(folders.hot_values),
@@ -309,9 +309,7 @@ def _run_primary(
     output = folders.results
     if spark is None:
         spark = _session(r)
-    plan = replace(
-        _job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch)
-    )
+    plan = replace(_job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch))
     printer = ProgressPrinter(
         None if r.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
     )
@@ -404,5 +402,3 @@ def jsonl(items: Sequence[dict[str, Any]]) -> bytes:
 
 def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-

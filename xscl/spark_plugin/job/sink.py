@@ -113,8 +113,8 @@ class JobOutputDataSource(DataSource):
             self.options.get("hotValues") or None,
             self.options.get("registry") or None,
             self.options.get("fence") or None,
+            self.options.get("feedBaseUrl") or None,
         )
-
 
 
 class JobOutputWriter(DataSourceStreamArrowWriter):
@@ -128,6 +128,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         hot_folder: str | None = None,
         registry: str | None = None,
         fence: str | None = None,
+        feed_base_url: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
@@ -137,6 +138,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         self.registry = registry
         #: JSON ``{"lease": Lease.spec(), "epoch": E}`` (None: no lease)
         self.fence = fence
+        #: the feeds' ``rel="self"`` links are ``URL/<query>.atom`` (``AtomFeedWriter``)
+        self.feed_base_url = feed_base_url
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -174,11 +177,16 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         from xscl.spark_plugin.worker_context import worker
 
         writers = worker().feed_writers
-        key = (str(Path(self.path) / "feeds"), self.feed_entries)
+        key = (str(Path(self.path) / "feeds"), self.feed_entries, self.feed_base_url)
         writer = writers.get(key)
         if writer is None:
             texts = SubscribedTexts(self.registry) if self.registry else None
-            writer = AtomFeedWriter(key[0], max_entries=self.feed_entries, subtitles=texts)
+            writer = AtomFeedWriter(
+                key[0],
+                max_entries=self.feed_entries,
+                subtitles=texts,
+                base_url=self.feed_base_url,
+            )
             writers[key] = writer
         return writer
 
