@@ -22,7 +22,7 @@ from xscl.spark_plugin.session import (
 def _fake_java(home: Path, version: str = "17.0.9") -> Path:
     binary = home / "bin" / "java"
     binary.parent.mkdir(parents=True)
-    binary.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2023-10-17\' >&2\n')
+    binary.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2023-10-17' >&2\n")
     binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
     return binary
 
@@ -62,6 +62,23 @@ def test_home_layout_is_created(tmp_path: Path) -> None:
     for folder in (home.checkpoints, home.spool, home.results, home.tmp):
         assert folder.is_dir()
     assert "rootLogger.level = warn" in home.log4j_config.read_text()
+
+
+def test_the_log_configuration_silences_what_serve_always_printed(tmp_path: Path) -> None:
+    """Issue 36, defect 15: the AQE warnings and "falling behind" are off in the
+    configuration; a home an older xscl made gets it, a configuration of the user's
+    stays as written."""
+    home = XsclHome(tmp_path / "old")
+    home.log4j_config.parent.mkdir(parents=True)
+    home.log4j_config.write_text("# xscl: Spark logs warnings and errors only\nold\n")
+    text = home.create().log4j_config.read_text()
+    assert "runtime.ProcessingTimeExecutor\nlogger.behind.level = error" in text
+    assert "regex = Disabling AQE since.*" in text
+    assert "regex = .*adaptive.enabled is not supported in streaming.*" in text
+    mine = XsclHome(tmp_path / "mine")
+    mine.log4j_config.parent.mkdir(parents=True)
+    mine.log4j_config.write_text("rootLogger.level = info\n")
+    assert mine.create().log4j_config.read_text() == "rootLogger.level = info\n"
 
 
 @pytest.mark.spark

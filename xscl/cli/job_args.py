@@ -121,7 +121,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="documents stored under one value in one join group that make it hot "
         "(default %(default)s)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no start-up or per-batch progress lines (errors and the final count remain)",
+    )
     pair = parser.add_argument_group(
         "process pair",
         "start the job twice (same --home and --name, or the same Kubernetes Lease):\n"

@@ -109,23 +109,45 @@ def serve(request: ServeRequest) -> JobReport:
         return JobReport(1)
 
 
-def _compile_subscriptions(spark: Any, registry: str) -> None:
+class StartUp:
+    """Start-up progress on stderr (driver): one line as each phase begins (the Spark
+    session, the registry, the compile job, the streaming query), none with --quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.began = time.perf_counter()
+
+    def phase(self, text: str) -> None:
+        if not self.quiet:
+            print(f"xscl serve: start-up: {text}", file=sys.stderr, flush=True)
+
+    def seconds(self) -> float:
+        """Seconds since the start-up began."""
+        return time.perf_counter() - self.began
+
+
+def _compile_subscriptions(spark: Any, registry: str, startup: StartUp) -> None:
     """Compile the subscriptions not compiled yet, on the executors (driver, at start;
     ``spark_plugin.compile_job``). Workers register from the texts what is not compiled, so a
     failure here only costs their start-up time."""
-    from xscl.spark_plugin.compile_job import COMPILE_MIN_QUERIES, compile_registry
+    from xscl.spark_plugin.compile_job import (
+        COMPILE_MIN_QUERIES,
+        compile_registry,
+        pending_queries,
+    )
 
-    started = time.perf_counter()
+    pending = pending_queries(registry)
+    if pending < COMPILE_MIN_QUERIES:
+        return  # each worker registers them from their text, faster than a Spark job
+    startup.phase(
+        f"compiling {pending:,} new subscriptions on the executors (a Spark job), so that "
+        "each worker loads them ready-made instead of parsing every query's text"
+    )
     try:
-        events = compile_registry(spark, registry, COMPILE_MIN_QUERIES)
+        compile_registry(spark, registry, COMPILE_MIN_QUERIES)
     except Exception as exc:  # an optimisation: the job runs from the texts
         print(f"xscl serve: compiling the subscriptions failed (workers register them "
               f"from their texts): {exc}", file=sys.stderr)  # fmt: skip
-        return
-    if events:
-        seconds = time.perf_counter() - started
-        print(f"xscl serve: compiled subscription event(s) {', '.join(map(str, events))} "
-              f"on the executors in {seconds:.1f} s", file=sys.stderr)  # fmt: skip
 
 
 def _start(r: ServeRequest) -> JobReport:
@@ -143,11 +165,12 @@ def _start(r: ServeRequest) -> JobReport:
     )
     record = member.try_take()
     spark = None
+    startup = StartUp(r.quiet)
     if record is None:  # a standby: Spark is started and kept warm while it waits
         from xscl.service.pair.epochs import EpochFolders
         from xscl.spark_plugin.pair.warm import StandbyWarmer
 
-        spark = _session(r)
+        spark = _session(r, startup)
         scratch = home.tmp / f"standby-{lease.identity.holder}"
         plan = _job_plan(r, log, EpochFolders(home.root, r.name, 0))
         warmer = StandbyWarmer(spark, plan, scratch)
@@ -156,10 +179,11 @@ def _start(r: ServeRequest) -> JobReport:
         finally:
             warmer.stop()
         print(f"xscl serve: took the lease over at epoch {record.epoch}", file=sys.stderr)
+        startup = StartUp(r.quiet)
     renewer = Renewer(lease, record.epoch, r.renew_seconds, _fenced_exit)
     renewer.start()
     try:
-        report = _run_primary(r, log, spark, lease, record.epoch)
+        report = _run_primary(r, log, spark, lease, record.epoch, startup)
     finally:
         renewer.stop()
     if report.exit_code != EXIT_FENCED:
@@ -189,11 +213,15 @@ def _fenced_exit(reason: str) -> None:
     os._exit(EXIT_FENCED)
 
 
-def _session(r: ServeRequest) -> Any:
+def _session(r: ServeRequest, startup: StartUp) -> Any:
     import xscl
-    from xscl.spark_plugin.session import build_session
+    from xscl.spark_plugin.session import MASTER_ENV, build_session
 
-    print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
+    master = r.master or os.environ.get(MASTER_ENV) or "local[2] unless spark-submit set one"
+    startup.phase(
+        f"starting Spark (master {master}; xscl {xscl.__version__} from "
+        f"{Path(xscl.__file__).parent})"
+    )
     from xscl.spark_plugin.worker_daemon import PREBUILD_ENV
 
     registry = r.home.registry / r.name
@@ -225,6 +253,20 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
         trigger_seconds=r.trigger_seconds,
         applied=str(folders.applied),
     )
+
+
+def _subscribed(log: SubscriptionLog) -> str:
+    """How many queries the registry holds, and at which version (the events' ids only:
+    no query is parsed)."""
+    ids: set[str] = set()
+    version = 0
+    for event in log.events():
+        version = event.version
+        if event.op == "subscribe":
+            ids.update(event.ids)
+        elif event.op == "unsubscribe":
+            ids.difference_update(event.ids)
+    return f"{len(ids):,} subscription(s) at version {version}"
 
 
 def _start_cel(
@@ -263,7 +305,7 @@ def _register_metrics(spark: Any, r: ServeRequest, lease: Any) -> None:
 
 
 def _run_primary(
-    r: ServeRequest, log: SubscriptionLog, spark: Any, lease: Any, epoch: int
+    r: ServeRequest, log: SubscriptionLog, spark: Any, lease: Any, epoch: int, startup: StartUp
 ) -> JobReport:
     """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
     from ``--queries`` (only the lease's holder, so two instances never both do).
@@ -281,6 +323,7 @@ def _run_primary(
     cel = r.cel
     if r.queries and not log.versions():
         # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
+        startup.phase(f"subscribing the queries of {r.queries} in the job's registry {log.folder}")
         try:
             log.subscribe(Path(r.queries).read_text(encoding="utf-8"), source=r.queries)
         except SubscriptionError as exc:
@@ -308,15 +351,21 @@ def _run_primary(
     )
     output = folders.results
     if spark is None:
-        spark = _session(r)
+        spark = _session(r, startup)
+    if not startup.quiet:
+        startup.phase(f"{_subscribed(log)} in the job's registry {log.folder}")
     plan = replace(_job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch))
     printer = ProgressPrinter(
         None if r.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
     )
     spark.streams.addListener(printer)
-    _compile_subscriptions(spark, plan.registry)
+    _compile_subscriptions(spark, plan.registry, startup)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    startup.phase(
+        f"streaming query started after {startup.seconds():.1f} s; one line per micro-batch "
+        f"follows (results under {folders.results_root})"
+    )
     _register_metrics(spark, r, lease)
     cel_query = None
     if cel is not None and not r.once:

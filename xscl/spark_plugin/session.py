@@ -32,7 +32,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from xscl.errors import JavaNotFoundError
 
@@ -69,7 +69,25 @@ logger.sparkconf.name = org.apache.spark.SparkConf
 logger.sparkconf.level = error
 logger.rocksdb.name = org.apache.spark.sql.execution.streaming.state
 logger.rocksdb.level = warn
+# "Current batch is falling behind": each micro-batch's progress line gives its time
+logger.behind.name = org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor
+logger.behind.level = error
+# adaptive query execution is off in streaming queries, and Spark says so at every start
+logger.aqe.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
+logger.aqe.filter.aqe.type = RegexFilter
+logger.aqe.filter.aqe.regex = .*adaptive.enabled is not supported in streaming.*
+logger.aqe.filter.aqe.onMatch = DENY
+logger.aqe.filter.aqe.onMismatch = NEUTRAL
+logger.stateful.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.stateful.filter.aqe.type = RegexFilter
+logger.stateful.filter.aqe.regex = Disabling AQE since.*
+logger.stateful.filter.aqe.onMatch = DENY
+logger.stateful.filter.aqe.onMismatch = NEUTRAL
 """
+#: How the log configuration xscl writes begins (a file that does not is the user's).
+_LOG4J_MARK = "# xscl: "
+#: What the JVM prints on every start (Spark's launcher always adds the module): noise.
+_JVM_NOISE = (b"WARNING: Using incubator modules",)
 
 
 @dataclass(frozen=True)
@@ -114,7 +132,12 @@ class XsclHome:
         folders = (self.checkpoints, self.spool, self.results, self.tmp, self.log4j_config.parent)
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
-        if not self.log4j_config.exists():
+        try:
+            written = self.log4j_config.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            written = None
+        ours = written is None or written.startswith(_LOG4J_MARK)
+        if ours and written != _QUIET_LOG4J:  # a home made by an older xscl gets the new one
             self.log4j_config.write_text(_QUIET_LOG4J, encoding="utf-8")
         return self
 
@@ -254,6 +277,7 @@ def build_session(
         if chosen.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no hostname warning
         builder = builder.master(chosen)
+        _launch_jvm({"spark.app.name": app_name, "spark.master": chosen, **settings})
     elif chosen:
         builder = builder.master(chosen)
     for key, value in settings.items():
@@ -269,6 +293,48 @@ def build_session(
 
     register_data_sources(spark)
     return spark
+
+
+def _launch_jvm(settings: Mapping[str, str]) -> None:
+    """Start the driver's JVM as ``getOrCreate`` would (the same ``--conf`` settings),
+    with its stderr read by a thread that passes every line on to ours but the noise the
+    JVM prints on every start (``_JVM_NOISE``). Spark's logs and the Python workers'
+    stderr (children of the JVM) pass through it too, in order."""
+    import threading
+    from subprocess import PIPE
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})
+    stderr = gateway.proc.stderr if gateway.proc is not None else None
+    if stderr is not None:
+        thread = threading.Thread(
+            target=_pass_on, args=(stderr,), name="xscl-jvm-stderr", daemon=True
+        )
+        thread.start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _pass_on(stream: IO[bytes], fd: int = 2) -> None:
+    r"""Copy ``stream`` to ``fd`` line by line, without the lines ``_JVM_NOISE`` starts.
+
+    >>> import io, os
+    >>> read, write = os.pipe()
+    >>> _pass_on(io.BytesIO(b"WARNING: Using incubator modules: x\nWARN a\n"), write)
+    >>> os.close(write); os.read(read, 100)
+    b'WARN a\n'
+    """
+    for line in iter(stream.readline, b""):
+        if line.startswith(_JVM_NOISE):
+            continue
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:  # our stderr is gone: keep draining, so the JVM never blocks
+            continue
 
 
 def home_of(spark: SparkSession) -> XsclHome:
