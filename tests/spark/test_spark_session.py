@@ -123,3 +123,22 @@ def test_worker_path_keeps_the_zip_without_an_installed_twin(tmp_path: Path) -> 
     assert installed_first(path) == path
     (other / "version.py").write_text("__version__ = '4.3.0'")
     assert installed_first(path) == [path[1], path[2], path[0]]
+
+
+def test_the_jvm_s_stderr_is_passed_on_without_its_noise() -> None:
+    """Issue 36, defects 9 and 15: the incubator line goes; a record of a failure the
+    command tells itself (with its trace) goes, with the same failure's echoes; the
+    rest passes in order."""
+    from xscl.spark_plugin.session import JvmStderr
+
+    source, sink = os.pipe()
+    told, out = os.pipe()
+    os.write(sink, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                   b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"
+                   b"10:00:01 ERROR Executor: Exception in task 1.0\nTraceback\n"
+                   b"xscl.errors.OutputWriteError: XSCL-S023 the results folder ...\n"
+                   b"10:00:02 ERROR TaskSetManager: Task 1 failed; aborting job\n")  # fmt: skip
+    os.close(sink)
+    JvmStderr(source, out, settle=0.05).run()
+    os.close(out)
+    assert os.read(told, 1 << 16) == b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"

@@ -29,9 +29,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Spark local mode with checkpoints, spool and results under --home. Each "
             "micro-batch prints documents, results, docs/s, watermark, lag and state size. "
             "Results go to HOME/results/NAME (JSON Lines, exactly once across restarts), "
-            "with one Atom feed per query under HOME/results/NAME/feeds. Stop with Ctrl-C; "
-            "restarting with the same --home resumes from the checkpoint. Started twice, "
-            "the second instance is a hot standby that takes over in seconds."
+            "with one Atom feed per query under HOME/results/NAME/feeds (--feed-base-url: where "
+            "they are served). Stop with Ctrl-C (exit 130, after one line saying which batch "
+            "it stopped after); restarting with the same --home resumes from the checkpoint. "
+            "Exit 4 (XSCL-S023): the results folder could not be written; the batch was not "
+            "committed. Started twice, the second instance is a hot standby that takes over "
+            "in seconds."
         ),
         epilog=(
             "example:\n"

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -97,6 +99,9 @@ def serve(request: ServeRequest) -> JobReport:
 
     try:
         return _start(request)
+    except KeyboardInterrupt:  # before the lease was taken, or while standing by
+        print("xscl serve: interrupted before the job started", file=sys.stderr)
+        return JobReport(EXIT_INTERRUPTED)
     except (JavaNotFoundError, LeaseStoreError) as exc:
         print(f"xscl serve: {exc}", file=sys.stderr)
         return JobReport(1)
@@ -183,7 +188,8 @@ def _start(r: ServeRequest) -> JobReport:
     renewer = Renewer(lease, record.epoch, r.renew_seconds, _fenced_exit)
     renewer.start()
     try:
-        report = _run_primary(r, log, spark, lease, record.epoch, startup)
+        with Interrupts() as interrupts:
+            report = _run_primary(r, log, spark, lease, record.epoch, startup, interrupts)
     finally:
         renewer.stop()
     if report.exit_code != EXIT_FENCED:
@@ -197,6 +203,54 @@ EXIT_FENCED = 3
 #: batch was not committed; restart once the folder is writable again.
 EXIT_UNWRITABLE = 4
 _UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+#: Exit code of a job stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+class Interrupts:
+    """Ctrl-C (SIGINT) as a request to stop, while this instance is the primary (driver,
+    main thread). Raised as ``KeyboardInterrupt`` inside a Py4J call, it broke the
+    connection mid-answer and printed pages of Py4J tracebacks; here the first Ctrl-C
+    only sets ``requested``, which the job checks between start-up phases and while it
+    waits for the streaming query (``_await``), then stops the query and the session.
+    A second Ctrl-C exits at once. pyspark's ``SparkContext`` installs a handler of its
+    own (it raises ``KeyboardInterrupt``): ``arm`` again once the session is built."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> Interrupts:
+        return self.arm()
+
+    def arm(self) -> Interrupts:
+        """Make Ctrl-C set ``requested`` (from the main thread only, as Python allows)."""
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._handle)
+            if not self._installed:
+                self._previous = previous
+                self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested.is_set():
+            print("xscl serve: interrupted again; exiting now", file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+        self.requested.set()
+
+
+def _await(query: Any, interrupts: Interrupts) -> bool:
+    """Wait for ``query`` to end (True), or for a Ctrl-C (False); raises the query's
+    failure as Spark does."""
+    while not interrupts.requested.is_set():
+        if query.awaitTermination(0.5):
+            return True
+    return False
 
 
 def _fenced_exit(reason: str) -> None:
@@ -305,7 +359,13 @@ def _register_metrics(spark: Any, r: ServeRequest, lease: Any) -> None:
 
 
 def _run_primary(
-    r: ServeRequest, log: SubscriptionLog, spark: Any, lease: Any, epoch: int, startup: StartUp
+    r: ServeRequest,
+    log: SubscriptionLog,
+    spark: Any,
+    lease: Any,
+    epoch: int,
+    startup: StartUp,
+    interrupts: Interrupts,
 ) -> JobReport:
     """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
     from ``--queries`` (only the lease's holder, so two instances never both do).
@@ -350,8 +410,11 @@ def _run_primary(
         file=sys.stderr,
     )
     output = folders.results
+    if interrupts.requested.is_set():
+        return _interrupted(spark, after)
     if spark is None:
         spark = _session(r, startup)
+    interrupts.arm()
     if not startup.quiet:
         startup.phase(f"{_subscribed(log)} in the job's registry {log.folder}")
     plan = replace(_job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch))
@@ -360,6 +423,9 @@ def _run_primary(
     )
     spark.streams.addListener(printer)
     _compile_subscriptions(spark, plan.registry, startup)
+    if interrupts.requested.is_set():
+        spark.streams.removeListener(printer)
+        return _interrupted(spark, after)
     started = time.perf_counter()
     query = start_job(spark, plan)
     startup.phase(
@@ -370,19 +436,23 @@ def _run_primary(
     cel_query = None
     if cel is not None and not r.once:
         cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
+    ended = False
     try:
-        query.awaitTermination()
-        if cel is not None and r.once and query.exception() is None:
+        ended = _await(query, interrupts)
+        if ended and cel is not None and r.once and query.exception() is None:
             cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
-            cel_query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+            ended = _await(cel_query, interrupts)
     except Exception:  # StreamingQueryException: reported from query.exception() below
-        pass
+        ended = True
     finally:
+        if not ended:
+            query.stop()
         if cel_query is not None:
             cel_query.stop()
         _drain_progress(spark, query, printer)
+    if not ended:
+        done = [b.batch_id for b in list(printer.batches)]
+        return _interrupted(spark, max(done, default=after))
     if cel_query is not None and cel_query.exception() is not None:
         print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
         return JobReport(1)
@@ -421,6 +491,15 @@ def _run_primary(
     )
     report.results = total
     return report
+
+
+def _interrupted(spark: Any, batch: int) -> JobReport:
+    """Ctrl-C: say where the job stopped in one line and stop the session (driver)."""
+    where = f"after batch {batch}" if batch >= 0 else "before its first batch"
+    print(f"xscl serve: interrupted; stopped {where}", file=sys.stderr, flush=True)
+    if spark is not None:
+        spark.stop()
+    return JobReport(EXIT_INTERRUPTED)
 
 
 def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0) -> None:

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from xscl.errors import JavaNotFoundError
 
@@ -83,6 +83,12 @@ logger.stateful.filter.aqe.type = RegexFilter
 logger.stateful.filter.aqe.regex = Disabling AQE since.*
 logger.stateful.filter.aqe.onMatch = DENY
 logger.stateful.filter.aqe.onMismatch = NEUTRAL
+# a query stopped (Ctrl-C) before its batch's job began: nothing to cancel, said twice
+logger.cancel.name = org.apache.spark.scheduler.DAGScheduler
+logger.cancel.filter.none.type = RegexFilter
+logger.cancel.filter.none.regex = Failed to cancel job group .*Cannot find active jobs.*
+logger.cancel.filter.none.onMatch = DENY
+logger.cancel.filter.none.onMismatch = NEUTRAL
 """
 #: How the log configuration xscl writes begins (a file that does not is the user's).
 _LOG4J_MARK = "# xscl: "
@@ -297,9 +303,8 @@ def build_session(
 
 def _launch_jvm(settings: Mapping[str, str]) -> None:
     """Start the driver's JVM as ``getOrCreate`` would (the same ``--conf`` settings),
-    with its stderr read by a thread that passes every line on to ours but the noise the
-    JVM prints on every start (``_JVM_NOISE``). Spark's logs and the Python workers'
-    stderr (children of the JVM) pass through it too, in order."""
+    with its stderr read by a thread that passes it on to ours (``JvmStderr``). Spark's
+    logs and the Python workers' stderr (children of the JVM) pass through it too."""
     import threading
     from subprocess import PIPE
 
@@ -310,31 +315,88 @@ def _launch_jvm(settings: Mapping[str, str]) -> None:
     gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})
     stderr = gateway.proc.stderr if gateway.proc is not None else None
     if stderr is not None:
-        thread = threading.Thread(
-            target=_pass_on, args=(stderr,), name="xscl-jvm-stderr", daemon=True
-        )
-        thread.start()
+        relay = JvmStderr(stderr.fileno())
+        threading.Thread(target=relay.run, name="xscl-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def _pass_on(stream: IO[bytes], fd: int = 2) -> None:
-    r"""Copy ``stream`` to ``fd`` line by line, without the lines ``_JVM_NOISE`` starts.
+#: The first line of one of Spark's warnings or errors, as ``_QUIET_LOG4J`` lays it out.
+_LOG_RECORD = re.compile(rb"\d\d:\d\d:\d\d (?:FATAL|ERROR|WARN) ")
+#: The failures ``xscl serve`` tells in one line itself (a results folder that cannot be
+#: written, a lease taken over): Spark's records of them are echoes, with traces.
+_TOLD = re.compile(rb"XSCL-S02[03]\b")
 
-    >>> import io, os
-    >>> read, write = os.pipe()
-    >>> _pass_on(io.BytesIO(b"WARNING: Using incubator modules: x\nWARN a\n"), write)
-    >>> os.close(write); os.read(read, 100)
-    b'WARN a\n'
+
+class JvmStderr:
+    """The driver JVM's stderr, passed on to ``fd`` but for noise (driver, one thread).
+
+    Dropped: the line the JVM prints on every start (``_JVM_NOISE``), and Spark's
+    records of a failure the command tells in one line itself (``_TOLD``: the task's
+    error, the lost tasks, the aborted write, the query's end, each with its Java and
+    Python traces), with every further warning or error record for ``quiet_seconds``
+    (the same failure's echoes). A record is its first line and the lines after it up
+    to the next record's, or until nothing came for ``settle`` seconds.
     """
-    for line in iter(stream.readline, b""):
+
+    def __init__(
+        self, source: int, fd: int = 2, settle: float = 0.2, quiet_seconds: float = 60.0
+    ) -> None:
+        self.source = source
+        self.fd = fd
+        self.settle = settle
+        self.quiet_seconds = quiet_seconds
+        self._record: list[bytes] = []
+        self._quiet_until = 0.0
+
+    def run(self) -> None:
+        """Pass the stream on until it ends (the JVM exited)."""
+        import select
+        import time
+
+        partial = b""
+        while True:
+            ready, _, _ = select.select([self.source], [], [], self.settle)
+            if not ready:
+                self._flush(time.monotonic())
+                continue
+            chunk = os.read(self.source, 1 << 16)
+            if not chunk:
+                break
+            *lines, partial = (partial + chunk).split(b"\n")
+            for line in lines:
+                self._line(line + b"\n", time.monotonic())
+        if partial:
+            self._line(partial, time.monotonic())
+        self._flush(time.monotonic())
+
+    def _line(self, line: bytes, now: float) -> None:
         if line.startswith(_JVM_NOISE):
-            continue
+            return
+        if _LOG_RECORD.match(line):
+            self._flush(now)
+            self._record.append(line)
+        elif self._record:
+            self._record.append(line)
+        else:
+            self._write(line)
+
+    def _flush(self, now: float) -> None:
+        if not self._record:
+            return
+        text = b"".join(self._record)
+        self._record.clear()
+        if _TOLD.search(text):
+            self._quiet_until = now + self.quiet_seconds
+        elif now >= self._quiet_until:
+            self._write(text)
+
+    def _write(self, data: bytes) -> None:
         try:
-            view = memoryview(line)
+            view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
+                view = view[os.write(self.fd, view) :]
         except OSError:  # our stderr is gone: keep draining, so the JVM never blocks
-            continue
+            pass
 
 
 def home_of(spark: SparkSession) -> XsclHome:

@@ -37,7 +37,6 @@ executors and holds strings and integers only; each Python worker keeps one
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -52,8 +51,16 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from xscl.connectors.durable import fsync_dir, write_synced
-from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.results.commit import COMMITS, STAGING, StagedPart, clear_staging, commit_batch, discard
+from xscl.errors import DataSourceOptionError
+from xscl.results.commit import (
+    COMMITS,
+    STAGING,
+    StagedPart,
+    clear_staging,
+    commit_batch,
+    discard,
+    unwritable_as_error,
+)
 from xscl.results.feed_rows import entry_reference, keep_newest
 from xscl.results.parts import RESULTS_FORMATS, ResultPart, staged_part
 from xscl.spark_plugin.job import hot_values
@@ -268,23 +275,6 @@ def numbered(outputs: list[TaskOutput]) -> list[StagedPart]:
     parts = [p for o in outputs for p in (o.part, *o.upstream) if p.staged is not None]
     parts.sort(key=lambda p: (p.partition, p.staged or ""))
     return [StagedPart(n, p.staged, p.rows) for n, p in enumerate(parts)]
-
-
-@contextlib.contextmanager
-def unwritable_as_error(path: str) -> Iterator[None]:
-    """An ``OSError`` writing under the results folder ``path`` (full, read-only, gone)
-    as ``OutputWriteError`` naming the file: the batch stays uncommitted and the job
-    stops with that one line (``submit``)."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno is None:  # not a failed system call (e.g. our own coded errors)
-            raise
-        where = exc.filename or path
-        reason = exc.strerror or str(exc)
-        raise OutputWriteError(
-            f"the results folder {path} cannot be written: {reason}: {where}"
-        ) from exc
 
 
 def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:
