@@ -375,9 +375,10 @@ def _run_primary(
     from xscl.cli.common import os_error_reason, print_errors
     from xscl.cli.serve import HOME_ADVICE
     from xscl.errors import LegacyHomeError, OutputWriteError
+    from xscl.results.commit import unwritable_as_error
     from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.job.plan import start_job
-    from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
+    from xscl.spark_plugin.job.sink import fence_of
     from xscl.spark_plugin.progress import ProgressPrinter
 
     cel = r.cel

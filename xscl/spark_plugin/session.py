@@ -312,7 +312,7 @@ def _launch_jvm(settings: Mapping[str, str]) -> None:
     from pyspark.java_gateway import launch_gateway
 
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})  # type: ignore[no-untyped-call]
     stderr = gateway.proc.stderr if gateway.proc is not None else None
     if stderr is not None:
         relay = JvmStderr(stderr.fileno())
