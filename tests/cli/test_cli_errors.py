@@ -46,8 +46,9 @@ def test_check_points_the_caret_at_the_unbound_variable(
     queries.write_text("Q1: S//a->x\n  FOLLOWED BY {x = y1, 1h}\n  T//b->y\n")
     assert main(["check", str(queries)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].endswith("Q1:2:20: XSCL-V001 unbound variable 'y1' in the join predicate "
-                           "(expected: x, y)")
+    assert err[0].endswith(
+        "Q1:2:20: XSCL-V001 unbound variable 'y1' in the join predicate (expected: x, y)"
+    )
     assert err[1:3] == ["    FOLLOWED BY {x = y1, 1h}", " " * 21 + "^"]
 
 
@@ -67,8 +68,19 @@ def test_dead_letters_name_the_file_line_only(engine: str, tmp_path: Path) -> No
     docs = tmp_path / "docs.jsonl"
     docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "r.jsonl"
-    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
-                 "--input", str(docs), "--output", str(out)])
+    code = main(
+        [
+            "run",
+            "--engine",
+            engine,
+            "--queries",
+            str(EXAMPLES / "thesis" / "queries.xscl"),
+            "--input",
+            str(docs),
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     dead = [json.loads(line) for line in (tmp_path / "r.deadletter.jsonl").read_text().splitlines()]
     assert [d["line"] for d in dead] == [3, 4, 5]
@@ -89,8 +101,19 @@ def test_run_with_an_output_under_a_file_exits_1_in_one_line(
 ) -> None:
     """Unwritable --output: a path under a regular file (root cannot create it either)."""
     out = _blocked(tmp_path) / "sub" / "results.jsonl"
-    code = main(["run", "--engine", engine, "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
-                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"), "--output", str(out)])
+    code = main(
+        [
+            "run",
+            "--engine",
+            engine,
+            "--queries",
+            str(EXAMPLES / "thesis" / "queries.xscl"),
+            "--input",
+            str(EXAMPLES / "thesis" / "documents.jsonl"),
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 1
     line = _one_line(capsys.readouterr().err)
     assert line == (
@@ -109,9 +132,17 @@ def test_run_with_a_read_only_output_folder_exits_1(
     monkeypatch.setattr(
         os, "access", lambda p, mode: False if Path(p) == folder else real_access(p, mode)
     )
-    code = main(["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
-                 "--input", str(EXAMPLES / "thesis" / "documents.jsonl"),
-                 "--output", str(folder / "r.jsonl")])
+    code = main(
+        [
+            "run",
+            "--queries",
+            str(EXAMPLES / "thesis" / "queries.xscl"),
+            "--input",
+            str(EXAMPLES / "thesis" / "documents.jsonl"),
+            "--output",
+            str(folder / "r.jsonl"),
+        ]
+    )
     assert code == 1
     line = _one_line(capsys.readouterr().err)
     assert f"cannot write --output {folder / 'r.jsonl'}: {folder} is not writable" in line
@@ -400,6 +431,18 @@ def test_serve_with_an_unwritable_output_exits_1_in_one_line(
     assert _one_line(capsys.readouterr().err) == (
         f"xscl serve: cannot write --output {out}: {tmp_path / 'a_file'} is a file, not a "
         "directory; give --output a file path in a directory you can write to"
+    )
+    assert no_spark == []
+
+
+@pytest.mark.parametrize("url", ["feeds/", "https://", "example.org/x"])
+def test_serve_with_a_feed_base_url_that_is_not_a_url_exits_2(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_spark: list[Path]
+) -> None:
+    assert _serve(tmp_path / "home", "--queries", str(RSS_QUERIES), "--feed-base-url", url) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"xscl serve: --feed-base-url {url!r} is not an absolute URL; give where the feeds "
+        "are served, e.g. https://example.org/xscl"
     )
     assert no_spark == []
 

@@ -103,6 +103,14 @@ def test_large_numbers_stay_integers() -> None:
     assert parse(submit_parser(), app["spec"]["arguments"]).hot_threshold == 1_000_000
 
 
+def test_the_feed_base_url_reaches_serve_only_when_set() -> None:
+    """The feeds' rel="self" through the cluster's Ingress (issue 36, defect 14)."""
+    assert job_arguments(render_profile("production")).feed_base_url is None
+    url = "https://feeds.example.org/xscl"
+    args = job_arguments(tuple(render({"feedServer": {"baseUrl": url}})))
+    assert args.feed_base_url == url
+
+
 def test_the_subscriptions_job_options_parse() -> None:
     objects = render_profile("production")
     job = container(only(objects, "Job", "-subscriptions"))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import feedparser
+import pytest
 from lxml import etree
 
 from xscl.connectors.document import format_ts
@@ -173,8 +174,46 @@ def test_the_rss_example_reads_well_in_a_feed_reader(tmp_path: Path) -> None:
     )
     busy = json.loads(expected.splitlines()[2])["result_id"]  # the published pair
     assert [ln.href for ln in chain.links] == [
-        f"urn:xscl:result:{busy}", "https://acme.example/releases/9.4"
+        f"urn:xscl:result:{busy}",
+        "https://acme.example/releases/9.4",
     ]
     selected = feedparser.parse(str(feeds / "crosspost.atom")).entries[0]
     assert selected.title == "https://acme.example/releases/9.4: Release notes: Acme Gateway 9.4"
     assert "<p>t: Release notes: Acme Gateway 9.4</p>" in selected.content[0].value
+
+
+# -- where a feed says it lives (rel="self") ------------------------------------------
+
+
+def _self_link(feed: Path) -> str | None:
+    links = etree.fromstring(feed.read_bytes()).iterfind(A + "link")
+    return next((x.get("href") for x in links if x.get("rel") == "self"), None)
+
+
+@pytest.mark.parametrize("base_url", [None, "https://example.org/xscl/"])
+def test_the_job_s_feeds_point_at_the_stable_folder_or_the_base_url(
+    tmp_path: Path, base_url: str | None
+) -> None:
+    """Issue 36, defect 14: the feeds of ``xscl serve`` are written into one epoch's
+    folder; their self link named that folder, stale after the next take-over."""
+    from xscl.service.pair.epochs import EpochFolders
+    from xscl.spark_plugin.job.sink import JobOutputWriter
+    from xscl.spark_plugin.serve import ServeRequest, _job_plan
+    from xscl.spark_plugin.session import XsclHome
+
+    home = XsclHome(tmp_path)
+    request = ServeRequest(home, "job", tmp_path / "spool", None, feed_base_url=base_url)
+    folders = EpochFolders(tmp_path, "job", 2)
+    plan = _job_plan(request, SubscriptionLog(tmp_path / "registry"), folders)
+    sink = JobOutputWriter(plan.output, "jsonl", 5, feed_base_url=plan.feed_base_url)
+    writer = sink._feed_writer()
+    writer.update([_record("Q one", 1)])
+    feed = folders.results / "feeds" / "Q one.atom"
+    assert feed.exists()
+    expected = (
+        f"{(tmp_path / 'results' / 'job' / 'feeds').as_uri()}/Q%20one.atom"
+        if base_url is None
+        else "https://example.org/xscl/Q%20one.atom"
+    )
+    assert _self_link(feed) == expected
+    assert "e00000002" not in (_self_link(feed) or "")

@@ -87,3 +87,13 @@ def test_xscl_feeds_cel_end_to_end_on_real_feeds(spark: Any, tmp_path: Path) -> 
     assert len(got) == len(set(got)) and set(got) == expected
     feeds = home / "results" / "xscl.cel" / "feeds"
     assert {p.name for p in feeds.iterdir()} == {"three_posts.atom", "runs.atom"}
+    # issue 36, defect 14: each feed says where readers find it after any restart, and an
+    # entry links only what a reader opens (these results carry no URL: no link at all)
+    from lxml import etree
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    for feed in feeds.iterdir():
+        root = etree.fromstring(feed.read_bytes())
+        links = [(x.get("rel"), x.get("href")) for x in root.iter(atom + "link")]
+        stable = (home.resolve() / "results" / "xscl.cel" / "feeds" / feed.name).as_uri()
+        assert links == [("self", stable)], feed.name

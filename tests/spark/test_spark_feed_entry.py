@@ -80,3 +80,46 @@ def test_text_is_escaped_in_the_html() -> None:
     assert "<script>" not in text.html
     assert "&lt;script&gt;&quot;x&quot;" in text.html
     assert 'href="https://a.example/?a=1&amp;b=2"' in text.html
+
+
+def test_select_results_name_their_documents_by_the_items_title_and_link() -> None:
+    """Issue 36, defect 14: a SELECT result's XML copies no item; the engine's record
+    knows each document's item, so the entry links it under its title, not stream/docid."""
+    from xscl.engine.local import LocalEngine
+    from xscl.lang.parser import parse_file
+    from xscl.results.atom import EntryRenderer
+
+    queries = parse_file("Q: SELECT t FROM S//item[./title->t];").queries
+    item = "<item><title>Hello</title><link>https://a.example/1</link></item>"
+    (record,) = LocalEngine(list(queries)).process_one("S", "d7", 0, item)
+    assert record.items == (("Hello", "https://a.example/1"),)
+    text = entry_text(record.to_json_dict(), record.items)
+    assert text.link == "https://a.example/1"
+    assert '<a href="https://a.example/1">Hello</a>' in text.html
+    assert "S/d7" not in text.html
+    entry = EntryRenderer(2**20).result_entry(record).data.decode()
+    assert '<link href="https://a.example/1"/>' in entry
+    # read back from its JSON line the record has no items: stream/docid, as before
+    assert "S/d7" in entry_text(record.to_json_dict()).html
+
+
+def test_select_results_of_items_without_title_or_link_fall_back() -> None:
+    record = _record('<var name="t">x</var>')
+    text = entry_text(record, [(None, None)])
+    assert (text.link, "S/d0" in text.html) == ("urn:xscl:doc:S:d0", True)
+
+
+def test_cel_entries_link_the_documents_urls_they_carry_and_no_urn() -> None:
+    """Issue 36, defect 14: a CEL entry linked urn:xscl:cel:..., which no reader opens."""
+    from xscl.results.atom import entry_of
+
+    base = {"query": "c", "stream": None, "start": TS, "end": TS, "id": "f00"}
+    plain = entry_of(base | {"attrs": {"author": "ann"}}).data.decode()
+    assert "<id>urn:xscl:cel:f00</id>" in plain
+    assert "<link" not in plain
+    linked = entry_of(
+        base | {"attrs": {"a": "https://a.example/1", "b": "https://b.example/2", "n": 1}}
+    ).data.decode()
+    assert '<link href="https://a.example/1"/>' in linked
+    assert '<link rel="related" href="https://b.example/2"/>' in linked
+    assert "urn:xscl:cel" not in linked.replace("<id>urn:xscl:cel:f00</id>", "")

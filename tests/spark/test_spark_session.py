@@ -22,7 +22,7 @@ from xscl.spark_plugin.session import (
 def _fake_java(home: Path, version: str = "17.0.9") -> Path:
     binary = home / "bin" / "java"
     binary.parent.mkdir(parents=True)
-    binary.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2023-10-17\' >&2\n')
+    binary.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2023-10-17' >&2\n")
     binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
     return binary
 
@@ -62,6 +62,23 @@ def test_home_layout_is_created(tmp_path: Path) -> None:
     for folder in (home.checkpoints, home.spool, home.results, home.tmp):
         assert folder.is_dir()
     assert "rootLogger.level = warn" in home.log4j_config.read_text()
+
+
+def test_the_log_configuration_silences_what_serve_always_printed(tmp_path: Path) -> None:
+    """Issue 36, defect 15: the AQE warnings and "falling behind" are off in the
+    configuration; a home an older xscl made gets it, a configuration of the user's
+    stays as written."""
+    home = XsclHome(tmp_path / "old")
+    home.log4j_config.parent.mkdir(parents=True)
+    home.log4j_config.write_text("# xscl: Spark logs warnings and errors only\nold\n")
+    text = home.create().log4j_config.read_text()
+    assert "runtime.ProcessingTimeExecutor\nlogger.behind.level = error" in text
+    assert "regex = Disabling AQE since.*" in text
+    assert "regex = .*adaptive.enabled is not supported in streaming.*" in text
+    mine = XsclHome(tmp_path / "mine")
+    mine.log4j_config.parent.mkdir(parents=True)
+    mine.log4j_config.write_text("rootLogger.level = info\n")
+    assert mine.create().log4j_config.read_text() == "rootLogger.level = info\n"
 
 
 @pytest.mark.spark
@@ -106,3 +123,22 @@ def test_worker_path_keeps_the_zip_without_an_installed_twin(tmp_path: Path) -> 
     assert installed_first(path) == path
     (other / "version.py").write_text("__version__ = '4.3.0'")
     assert installed_first(path) == [path[1], path[2], path[0]]
+
+
+def test_the_jvm_s_stderr_is_passed_on_without_its_noise() -> None:
+    """Issue 36, defects 9 and 15: the incubator line goes; a record of a failure the
+    command tells itself (with its trace) goes, with the same failure's echoes; the
+    rest passes in order."""
+    from xscl.spark_plugin.session import JvmStderr
+
+    source, sink = os.pipe()
+    told, out = os.pipe()
+    os.write(sink, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                   b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"
+                   b"10:00:01 ERROR Executor: Exception in task 1.0\nTraceback\n"
+                   b"xscl.errors.OutputWriteError: XSCL-S023 the results folder ...\n"
+                   b"10:00:02 ERROR TaskSetManager: Task 1 failed; aborting job\n")  # fmt: skip
+    os.close(sink)
+    JvmStderr(source, out, settle=0.05).run()
+    os.close(out)
+    assert os.read(told, 1 << 16) == b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"

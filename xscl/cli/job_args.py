@@ -69,6 +69,14 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="newest results kept in each query's Atom feed (default %(default)s)",
     )
+    parser.add_argument(
+        "--feed-base-url",
+        metavar="URL",
+        help="where the feeds are served, e.g. https://example.org/xscl: each feed's "
+        'rel="self" link is then URL/<query>.atom (default: its file under '
+        "HOME/results/NAME/feeds, which always holds the newest feeds; CEL feeds keep "
+        "theirs under HOME/results/NAME.cel/feeds)",
+    )
     parser.add_argument("--output", metavar="RESULTS.jsonl", help="with --once: the result set")
     parser.add_argument(
         "--results-format",
@@ -113,7 +121,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="documents stored under one value in one join group that make it hot "
         "(default %(default)s)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no start-up or per-batch progress lines (errors and the final count remain)",
+    )
     pair = parser.add_argument_group(
         "process pair",
         "start the job twice (same --home and --name, or the same Kubernetes Lease):\n"
@@ -127,8 +139,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_LEASE_SECONDS,
         metavar="S",
-        help="a standby takes over once the lease went S seconds unrenewed "
-        "(default %(default)s)",
+        help="a standby takes over once the lease went S seconds unrenewed (default %(default)s)",
     )
     pair.add_argument(
         "--renew-seconds",

@@ -27,11 +27,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Run every query of --queries continuously over the durable spool (fill it "
             "with 'xscl poll'). With no cluster configured this is the embedded default: "
             "Spark local mode with checkpoints, spool and results under --home. Each "
-            "micro-batch prints documents, results, docs/s, watermark, lag and state size. "
+            "start-up phase prints a line (registry, Spark, compile job, streaming query) and "
+            "each micro-batch one with documents, results, docs/s, watermark, lag and state "
+            "size (--quiet: neither). "
             "Results go to HOME/results/NAME (JSON Lines, exactly once across restarts), "
-            "with one Atom feed per query under HOME/results/NAME/feeds. Stop with Ctrl-C; "
-            "restarting with the same --home resumes from the checkpoint. Started twice, "
-            "the second instance is a hot standby that takes over in seconds."
+            "with one Atom feed per query under HOME/results/NAME/feeds (--feed-base-url: where "
+            "they are served). Stop with Ctrl-C (exit 130, after one line saying which batch "
+            "it stopped after); restarting with the same --home resumes from the checkpoint. "
+            "Exit 4 (XSCL-S023): the results folder could not be written; the batch was not "
+            "committed. Started twice, the second instance is a hot standby that takes over "
+            "in seconds."
         ),
         epilog=(
             "example:\n"
@@ -95,6 +100,11 @@ def run_job(args: argparse.Namespace) -> JobReport:
         except ValueError as exc:
             print(f"xscl serve: --allowed-lateness: {exc}", file=sys.stderr)
             return JobReport(2)
+    base_url = getattr(args, "feed_base_url", None)
+    if base_url is not None and not _absolute_url(base_url):
+        print(f"xscl serve: --feed-base-url {base_url!r} is not an absolute URL; give where "
+              "the feeds are served, e.g. https://example.org/xscl", file=sys.stderr)  # fmt: skip
+        return JobReport(2)
     text = None
     if args.queries:
         try:
@@ -152,6 +162,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         home=home, name=args.name, spool=spool, queries=args.queries, master=args.master,
         once=args.once, quiet=args.quiet, output=args.output, allowed_lateness=lateness,
         results_format=args.results_format, feed_entries=args.feed_entries,
+        feed_base_url=base_url,
         state_partitions=args.state_partitions, value_groups=args.value_groups,
         hot_salts=args.hot_salts, hot_threshold=args.hot_threshold,
         max_records_per_batch=args.max_records_per_batch, trigger_seconds=args.trigger_seconds,
@@ -159,6 +170,20 @@ def run_job(args: argparse.Namespace) -> JobReport:
         lease_name=args.lease_name, lease_namespace=args.lease_namespace, cel=cel,
     )  # fmt: skip
     return spark_serve.serve(request)
+
+
+def _absolute_url(text: str) -> bool:
+    """Whether ``text`` is an absolute URL a feed reader can open (http, https, file).
+
+    >>> _absolute_url("https://example.org/x"), _absolute_url("feeds/"), _absolute_url("file:///f")
+    (True, False, True)
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        return bool(parts.netloc) and not any(c.isspace() for c in text)
+    return parts.scheme == "file" and parts.path.startswith("/")
 
 
 def _unwritable(args: argparse.Namespace) -> str | None:
@@ -184,8 +209,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and not isinstance(exc, ConnectorIOError):
         return os_error_reason(exc)
     return str(exc)
-
-
 
 
 def _warn_unmatched(args: argparse.Namespace, text: str) -> None:

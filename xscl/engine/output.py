@@ -77,6 +77,10 @@ class ResultRecord:
     end_micros: int
     built_xml: str | None = None
     xml_parts: tuple[str, ...] | None = field(default=None, repr=False)
+    #: per document, its item's (title, link) (``DocumentTree.item``), for the Atom
+    #: entry of a result whose XML does not copy the item; not part of the record
+    #: (spec section 4): None when not known
+    items: tuple[tuple[str | None, str | None], ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if (self.built_xml is None) == (self.xml_parts is None):
@@ -176,6 +180,15 @@ class DocumentTree:
         #: serialisation, or None when that node is not an element (xscl.engine.records)
         self.first_parts: dict[tuple[object, ...], str | None] = {}
         self._visit(root, 0)
+
+    @cached_property
+    def item(self) -> tuple[str | None, str | None]:
+        """The document's item title and own http(s) link, read from its root element
+        (``connectors.item_label``): what its Atom entries name it by."""
+        from xscl.connectors.item_label import item_link, item_title
+
+        root = self.elements[0]
+        return item_title(root), item_link(root)
 
     def _next(self) -> int:
         self._counter += 1

@@ -111,6 +111,11 @@ class DocsInfo:
     end: int
     trees: tuple[DocumentTree, ...]
 
+    @property
+    def items(self) -> tuple[tuple[str | None, str | None], ...]:
+        """Each document's item title and link (``DocumentTree.item``, cached there)."""
+        return tuple(tree.item for tree in self.trees)
+
 
 def docs_info(docs: tuple[DocState, ...], trees: DocumentTrees) -> DocsInfo:
     """The shared part of the records whose match has documents ``docs``."""
@@ -156,6 +161,7 @@ def build_record(
         end_micros=info.end,
         built_xml=built,
         xml_parts=pieces,
+        items=info.items,
     )
 
 

@@ -7,7 +7,8 @@ Each result record (spec section 4) becomes one entry (RFC 4287):
 * ``updated`` = the result's end time (the latest timestamp of its documents);
 * ``title``, a ``link`` to the first document, a ``link rel="related"`` per other
   document and an HTML ``content`` (join values, each document's title, stream and
-  time), made by ``feed_entry``.
+  time), made by ``feed_entry``. A CEL result's links are its attributes' http(s)
+  URLs; it has none when none of them is one.
 
 An entry does not carry the result's XML (a ``SELECT *`` result copies its documents'
 elements, whole articles: one feed of the default 200 entries was ~12 MB): a program
@@ -58,7 +59,7 @@ from lxml import etree
 from xscl.connectors.document import format_ts, parse_ts
 from xscl.connectors.durable import fsync_dir, write_atomically
 from xscl.lang.ast import Query
-from xscl.results.feed_entry import EntryText, cel_entry_text, entry_text
+from xscl.results.feed_entry import DocumentItems, EntryText, cel_entry_text, entry_text
 from xscl.results.read import read_results
 
 if TYPE_CHECKING:
@@ -170,7 +171,9 @@ def render_entry(entry_id: str, updated_micros: int, text: EntryText) -> FeedEnt
             _TITLE_END,
             format_ts(updated_micros).encode("ascii"),
             _UPDATED_END,
-            b'    <link href="' + escape_attribute(text.link) + b'"/>\n',
+            b""
+            if text.link is None
+            else b'    <link href="' + escape_attribute(text.link) + b'"/>\n',
             related,
             _CONTENT_START,
             escape_text(text.html),
@@ -191,7 +194,9 @@ _RESULT_START = '<result query="'
 _RESULT_END = "</result>"
 #: What an entry's text depends on: the result's XML without its wrapper, its
 #: documents (stream, docid, ts) and its join values (``EntryRenderer``).
-_TextKey = tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...]]
+#: Whether the documents' items were known is part of it (a record read back from JSON
+#: has none); the items themselves follow from the documents.
+_TextKey = tuple[str, tuple[tuple[str, str, str], ...], tuple[Any, ...], bool]
 
 
 def result_body(xml: str) -> tuple[str, str, str] | None:
@@ -248,7 +253,7 @@ class EntryRenderer:
             return entry_of(record, end)
         docs = tuple((d["stream"], d["docid"], d["ts"]) for d in record["docs"])
         values = tuple((record.get("values") or {}).items())
-        return self._render(entry_id_of(record), end, parts, docs, values, lambda: record)
+        return self._render(entry_id_of(record), end, parts, docs, values, lambda: record, None)
 
     def result_entry(self, record: ResultRecord) -> FeedEntry:
         """The same entry for a record as the engine built it (no JSON in between)."""
@@ -262,7 +267,9 @@ class EntryRenderer:
             docs = self._docs[record.docs] = tuple((s, d, format_ts(t)) for s, d, t in record.docs)
         values = tuple(dict(record.values).items())
         entry_id = result_entry_id(record.result_id)
-        return self._render(entry_id, record.end_micros, parts, docs, values, record.to_json_dict)
+        return self._render(
+            entry_id, record.end_micros, parts, docs, values, record.to_json_dict, record.items
+        )
 
     def _render(
         self,
@@ -272,14 +279,15 @@ class EntryRenderer:
         docs: tuple[tuple[str, str, str], ...],
         values: tuple[Any, ...],
         record: Callable[[], Mapping[str, Any]],
+        items: DocumentItems | None,
     ) -> FeedEntry:
         # the key is the XML without its wrapper only when the parts are so wrapped
         wrapped = len(parts) > 1 and parts[0].startswith(_RESULT_START) and parts[-1] == _RESULT_END
         body = "".join(parts[1:-1] if wrapped else parts)
-        key = (body, docs, values)
+        key = (body, docs, values, items is not None)
         text = self._texts.get(key)
         if text is None:
-            text = entry_text(record())
+            text = entry_text(record(), items)
             if self._texts_size + len(body) > self.max_bytes:
                 self._texts.clear()
                 self._texts_size = 0
@@ -528,8 +536,11 @@ class AtomFeedWriter:
     """Keeps ``<directory>/<query_id>.atom`` up to date as results arrive.
 
     ``subtitles`` gives the queries' texts (``SubscribedTexts``), asked once per
-    flush; ``base_url`` is where the feeds are served (their ``rel="self"`` link; by
-    default each feed's ``file:`` URI).
+    flush; ``base_url`` is where the feeds are read from: a feed's ``rel="self"`` link
+    is ``base_url/<query>.atom`` (by default the ``file:`` URI of the feed in
+    ``directory`` as given, a symbolic link in its path kept: ``xscl serve`` writes into
+    an epoch's folder and passes the stable ``HOME/results/NAME/feeds``, see
+    ``service.pair.epochs``).
     """
 
     def __init__(
@@ -552,7 +563,7 @@ class AtomFeedWriter:
         self.subtitles = subtitles
         self.base_url = base_url
         self.directory = Path(directory)
-        self._resolved: Path | None = None  # ``directory`` resolved, on first use
+        self._resolved: Path | None = None  # ``directory`` made absolute, on first use
         self.max_entries = max_entries
         self.cache_bytes = cache_bytes
         #: per query: the buffered results, at most ``max_entries``
@@ -566,8 +577,8 @@ class AtomFeedWriter:
         return self.directory / f"{query_id}.atom"
 
     def _resolved_directory(self) -> Path:
-        if self._resolved is None:
-            self._resolved = self.directory.resolve()
+        if self._resolved is None:  # absolute, symbolic links kept (not ``resolve``)
+            self._resolved = Path(os.path.abspath(self.directory))
         return self._resolved
 
     def feed_url(self, query_id: str) -> str:

@@ -34,19 +34,49 @@ values that pickle); ``commit_batch`` / ``discard`` on the driver, once per batc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xscl.connectors.durable import fsync_dir, write_atomically
-from xscl.errors import ResultsDirectoryError
+from xscl.errors import OutputWriteError, ResultsDirectoryError
 
 STAGING = "_staging"
 COMMITS = "_commits"
 EPOCHS = "_epochs"
+
+
+def unwritable(exc: OSError, path: str) -> OSError:
+    """``exc``, an ``OSError`` writing under the results folder ``path`` (full,
+    read-only, gone), as the ``OutputWriteError`` (``XSCL-S023``) naming the file; ``exc``
+    itself when it is no failed system call (e.g. one of our own coded errors). The
+    batch stays uncommitted and ``xscl serve`` stops with that one line (exit 4).
+
+    >>> import errno
+    >>> unwritable(OSError(errno.EROFS, "Read-only file system", "/r/x"), "/r").code
+    'XSCL-S023'
+    """
+    if exc.errno is None or isinstance(exc, OutputWriteError):
+        return exc
+    where = exc.filename or path
+    reason = exc.strerror or str(exc)
+    return OutputWriteError(f"the results folder {path} cannot be written: {reason}: {where}")
+
+
+@contextlib.contextmanager
+def unwritable_as_error(path: str) -> Iterator[None]:
+    """Raise an ``OSError`` of the block as ``unwritable`` says."""
+    try:
+        yield
+    except OSError as exc:
+        error = unwritable(exc, path)
+        if error is exc:
+            raise
+        raise error from exc
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,12 @@ x, y``). From them, for a feed reader:
 * **html**: the join values, the selected variables and one line per document
   (its title, linked; its stream and time), escaped.
 
+A document the result's XML does not copy (``SELECT x, y``, or a block whose
+element is below the item) is named by its item's title and link when the engine
+that built the record read them (``ResultRecord.items``: the join groups render
+entries from the record objects); a record read back from its JSON line has no such
+field and falls back to ``stream/docid``.
+
 Only http(s) URLs are ever linked. A result whose XML cannot be read still gets an
 entry, from its record's fields alone.
 
@@ -38,7 +44,6 @@ entry, from its record's fields alone.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +51,8 @@ from urllib.parse import quote
 
 from lxml import etree
 
-_RDF_ABOUT = "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}about"
-_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f<>\"]+\Z")
-_TAG = re.compile(r"<[^>]*>")
+from xscl.connectors.item_label import element_text, is_web_url, item_link, item_title
+
 #: Longest label of one document in a title (longer ones end with an ellipsis).
 MAX_LABEL = 120
 
@@ -58,7 +62,8 @@ class EntryText:
     """The readable fields of one entry (plain text; ``html`` is an HTML fragment)."""
 
     title: str
-    link: str
+    #: the entry's main link (None: nothing a reader could open, no link element)
+    link: str | None
     related: tuple[str, ...]
     html: str
 
@@ -88,29 +93,41 @@ class _Item:
         return f"urn:xscl:doc:{quote(self.stream, safe='')}:{quote(self.docid, safe='')}"
 
 
-def entry_text(record: Mapping[str, Any]) -> EntryText:
-    """The title, links and HTML summary of a result record (see the module docstring)."""
+#: Per document of a result, its item's (title, link) as the engine read them.
+DocumentItems = Sequence[tuple[str | None, str | None]]
+
+
+def entry_text(record: Mapping[str, Any], items: DocumentItems | None = None) -> EntryText:
+    """The title, links and HTML summary of a result record (see the module docstring);
+    ``items``: each document's (title, link) from its root element, when known."""
     docs: Sequence[Mapping[str, Any]] = record["docs"]
     values: Mapping[str, str] = record.get("values") or {}
     root = _parse(str(record.get("xml", "")))
     children = [] if root is None else [c for c in root if isinstance(c.tag, str)]
     selected: list[tuple[str, str]] = []
     if children and all(c.tag == "var" and c.get("name") for c in children):
-        selected = [(str(c.get("name")), _text(c)) for c in children if c.get("name") not in values]
+        selected = [
+            (str(c.get("name")), element_text(c)) for c in children if c.get("name") not in values
+        ]
         children = []
     if len(children) != len(docs):
         children = []
-    items = [_item(doc, children[i] if children else None) for i, doc in enumerate(docs)]
+    if items is not None and len(items) != len(docs):
+        items = None
+    shown = [
+        _item(doc, children[i] if children else None, items[i] if items else (None, None))
+        for i, doc in enumerate(docs)
+    ]
     joined = _distinct(v for v in values.values() if v)
-    labels = [_shorten(text) for _name, text in selected if text] or [i.label for i in items]
+    labels = [_shorten(text) for _name, text in selected if text] or [i.label for i in shown]
     title = " → ".join(labels)
     if joined:
         title = f"{', '.join(_shorten(v) for v in joined)}: {title}"
     return EntryText(
         title,
-        items[0].href if items else f"urn:xscl:result:{record.get('result_id', '')}",
-        tuple(item.href for item in items[1:]),
-        _summary(values, selected, items),
+        shown[0].href if shown else f"urn:xscl:result:{record.get('result_id', '')}",
+        tuple(item.href for item in shown[1:]),
+        _summary(values, selected, shown),
     )
 
 
@@ -124,54 +141,21 @@ def _parse(xml: str) -> etree._Element | None:
         return None
 
 
-def _item(doc: Mapping[str, Any], element: etree._Element | None) -> _Item:
+def _item(
+    doc: Mapping[str, Any], element: etree._Element | None, known: tuple[str | None, str | None]
+) -> _Item:
+    """One document: from its element in the result's XML, else (and for what that
+    element lacks) from ``known``, its item's (title, link) as the engine read them."""
     stream, docid, ts = str(doc["stream"]), str(doc["docid"]), str(doc["ts"])
-    fallback = docid if _URL.match(docid) else None
+    title, link = known
+    if link is None and is_web_url(docid):
+        link = docid
     if element is None:
-        return _Item(stream, docid, ts, None, fallback)
+        return _Item(stream, docid, ts, title, link)
     if element.tag == "result" and element.get("query") is not None:
-        parts = [t for t in (_title(c) for c in element if isinstance(c.tag, str)) if t]
+        parts = [t for t in (item_title(c) for c in element if isinstance(c.tag, str)) if t]
         return _Item(stream, docid, ts, " + ".join(parts) or None, None, published=True)
-    return _Item(stream, docid, ts, _title(element), _own_link(element) or fallback)
-
-
-def _local(element: etree._Element) -> str:
-    return etree.QName(element).localname if isinstance(element.tag, str) else ""
-
-
-def _title(element: etree._Element) -> str | None:
-    """An item's title as plain text (an Atom ``type="html"`` title without its tags)."""
-    for child in element:
-        if _local(child) == "title":
-            text = _text(child)
-            if child.get("type") == "html":
-                text = " ".join(html.unescape(_TAG.sub(" ", text)).split())
-            return text or None
-    return None
-
-
-def _own_link(element: etree._Element) -> str | None:
-    """An item's own http(s) link: Atom alternate, RSS link, permalink guid, rdf:about."""
-    for child in element:
-        name = _local(child)
-        if name == "link":
-            href = child.get("href")
-            if href is not None:
-                if child.get("rel", "alternate") == "alternate" and _URL.match(href.strip()):
-                    return href.strip()
-            elif _URL.match(_text(child)):
-                return _text(child)
-    for child in element:
-        permalink = _local(child) == "guid" and child.get("isPermaLink", "true") != "false"
-        if permalink and _URL.match(_text(child)):
-            return _text(child)
-    about = (element.get(_RDF_ABOUT) or "").strip()
-    return about if _URL.match(about) else None
-
-
-def _text(element: etree._Element) -> str:
-    """The element's string value with whitespace runs made one space."""
-    return " ".join("".join(str(t) for t in element.itertext()).split())
+    return _Item(stream, docid, ts, item_title(element) or title, item_link(element) or link)
 
 
 def _shorten(text: str) -> str:
@@ -211,20 +195,38 @@ def _summary(
 def cel_entry_text(record: Mapping[str, Any]) -> EntryText:
     """The entry of a CEL result record (docs/cel.md 5.2): its attributes and interval.
 
+    A CEL result names no documents, only its attributes (for an event of a
+    PUBLISHed XSCL stream: the result's join and SELECTed values, ``events.from_xscl``).
+    The documents' links it carries are attributes holding an http(s) URL (a query that
+    SELECTs an item's ``link``): the first is the entry's link, the others ``related``.
+    Without one the entry has no link (its id, ``urn:xscl:cel:ID``, names the record).
+
     >>> text = cel_entry_text({"query": "x", "stream": None, "start": "2024-01-01T10:00:00Z",
     ...     "end": "2024-01-01T11:00:00Z", "attrs": {"author": "ann", "n": 3}, "id": "f00"})
     >>> text.title, text.link
-    ('author = ann, n = 3', 'urn:xscl:cel:f00')
+    ('author = ann, n = 3', None)
+    >>> text = cel_entry_text({"query": "x", "stream": None, "start": "2024-01-01T10:00:00Z",
+    ...     "end": "2024-01-01T11:00:00Z", "attrs": {"l1": "https://a.example/1", "n": 3,
+    ...     "l2": "https://b.example/2", "l3": "https://a.example/1"}, "id": "f00"})
+    >>> text.link, text.related
+    ('https://a.example/1', ('https://b.example/2',))
     """
     attrs: Mapping[str, Any] = record.get("attrs") or {}
     shown = [(name, "null" if value is None else str(value)) for name, value in attrs.items()]
     title = _shorten(", ".join(f"{name} = {value}" for name, value in shown)) or str(record["id"])
+    links = _distinct(value.strip() for _name, value in shown if is_web_url(value.strip()))
     esc = html.escape
-    rows = "".join(f"<li>{esc(name)}: <b>{esc(value)}</b></li>" for name, value in shown)
+
+    def row(name: str, value: str) -> str:
+        if is_web_url(value.strip()):
+            return f'<li>{esc(name)}: <a href="{esc(value.strip())}">{esc(value)}</a></li>'
+        return f"<li>{esc(name)}: <b>{esc(value)}</b></li>"
+
+    rows = "".join(row(name, value) for name, value in shown)
     when = f"{record['start']} – {record['end']}".replace("T", " ").replace("Z", " UTC")
     return EntryText(
         title,
-        f"urn:xscl:cel:{quote(str(record['id']), safe='')}",
-        (),
+        links[0] if links else None,
+        tuple(links[1:]),
         f"<ul>{rows}</ul>\n<p><small>{esc(when)}</small></p>",
     )

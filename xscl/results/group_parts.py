@@ -32,6 +32,7 @@ and holds strings and integers only; each Python worker keeps one ``EntryRendere
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterable
@@ -41,7 +42,7 @@ from pathlib import Path
 from xscl.engine.json_lines import JsonLineEncoder
 from xscl.engine.output import ResultRecord
 from xscl.results.atom import EntryRenderer
-from xscl.results.commit import STAGING
+from xscl.results.commit import STAGING, unwritable
 from xscl.results.feed_rows import keep_newest
 from xscl.results.parts import PARTS, ResultPart
 
@@ -109,23 +110,32 @@ class PartWriter:
         if record.result_id in self._seen:
             return
         self._seen.add(record.result_id)
-        self._part.add(self._encoder.encode(record))
+        try:
+            self._part.add(self._encoder.encode(record))
+        except OSError as exc:  # the results folder turned read-only, full, ...: S023
+            raise unwritable(exc, self.parts.path) from exc
         end = record.end_micros
         self._max_end = max(self._max_end, end)
         kept = self._newest.setdefault(record.query, [])
         keep_newest(kept, (end, record.result_id, record), self.parts.feed_entries)
 
     def finish(self) -> list[OutputRow]:
-        staged = self._part.close()
-        if staged.staged is None:
-            return []
-        rows = stage_entries(self.staging, self._newest, self.renderer)
+        try:
+            staged = self._part.close()
+            if staged.staged is None:
+                return []
+            rows = stage_entries(self.staging, self._newest, self.renderer)
+        except OSError as exc:
+            raise unwritable(exc, self.parts.path) from exc
         body = {"file": staged.staged, "rows": staged.rows}
         rows.append(("part", "", "", self._max_end, json.dumps(body).encode()))
         return rows
 
     def discard(self) -> None:
-        self._part.discard()
+        """Drop the part of a failed task; a folder that cannot be written keeps it (the
+        next start clears the staging folder), and the task's own error is the one told."""
+        with contextlib.suppress(OSError):
+            self._part.discard()
 
 
 def stage_entries(
@@ -148,6 +158,7 @@ def stage_entries(
                     rows.append(("entry-at", query, result_id, end, place))
                     at += len(data)
     except BaseException:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the error to tell is the write's
+            path.unlink(missing_ok=True)
         raise
     return rows

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -53,6 +55,9 @@ class ServeRequest:
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
     feed_entries: int = 200
+    #: where the feeds are served (``--feed-base-url``): their ``rel="self"`` links are
+    #: ``URL/<query>.atom``; None: the stable ``HOME/results/NAME/feeds`` folder
+    feed_base_url: str | None = None
     state_partitions: int | None = None
     value_groups: int | None = None
     hot_salts: int = 8
@@ -94,6 +99,9 @@ def serve(request: ServeRequest) -> JobReport:
 
     try:
         return _start(request)
+    except KeyboardInterrupt:  # before the lease was taken, or while standing by
+        print("xscl serve: interrupted before the job started", file=sys.stderr)
+        return JobReport(EXIT_INTERRUPTED)
     except (JavaNotFoundError, LeaseStoreError) as exc:
         print(f"xscl serve: {exc}", file=sys.stderr)
         return JobReport(1)
@@ -106,23 +114,45 @@ def serve(request: ServeRequest) -> JobReport:
         return JobReport(1)
 
 
-def _compile_subscriptions(spark: Any, registry: str) -> None:
+class StartUp:
+    """Start-up progress on stderr (driver): one line as each phase begins (the Spark
+    session, the registry, the compile job, the streaming query), none with --quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.began = time.perf_counter()
+
+    def phase(self, text: str) -> None:
+        if not self.quiet:
+            print(f"xscl serve: start-up: {text}", file=sys.stderr, flush=True)
+
+    def seconds(self) -> float:
+        """Seconds since the start-up began."""
+        return time.perf_counter() - self.began
+
+
+def _compile_subscriptions(spark: Any, registry: str, startup: StartUp) -> None:
     """Compile the subscriptions not compiled yet, on the executors (driver, at start;
     ``spark_plugin.compile_job``). Workers register from the texts what is not compiled, so a
     failure here only costs their start-up time."""
-    from xscl.spark_plugin.compile_job import COMPILE_MIN_QUERIES, compile_registry
+    from xscl.spark_plugin.compile_job import (
+        COMPILE_MIN_QUERIES,
+        compile_registry,
+        pending_queries,
+    )
 
-    started = time.perf_counter()
+    pending = pending_queries(registry)
+    if pending < COMPILE_MIN_QUERIES:
+        return  # each worker registers them from their text, faster than a Spark job
+    startup.phase(
+        f"compiling {pending:,} new subscriptions on the executors (a Spark job), so that "
+        "each worker loads them ready-made instead of parsing every query's text"
+    )
     try:
-        events = compile_registry(spark, registry, COMPILE_MIN_QUERIES)
+        compile_registry(spark, registry, COMPILE_MIN_QUERIES)
     except Exception as exc:  # an optimisation: the job runs from the texts
         print(f"xscl serve: compiling the subscriptions failed (workers register them "
               f"from their texts): {exc}", file=sys.stderr)  # fmt: skip
-        return
-    if events:
-        seconds = time.perf_counter() - started
-        print(f"xscl serve: compiled subscription event(s) {', '.join(map(str, events))} "
-              f"on the executors in {seconds:.1f} s", file=sys.stderr)  # fmt: skip
 
 
 def _start(r: ServeRequest) -> JobReport:
@@ -133,20 +163,19 @@ def _start(r: ServeRequest) -> JobReport:
 
     home = r.home
     log = SubscriptionLog(home.registry / r.name)
-    lease = job_lease(
-        r.lease, home.root, r.name, r.lease_seconds, r.lease_name, r.lease_namespace
-    )
+    lease = job_lease(r.lease, home.root, r.name, r.lease_seconds, r.lease_name, r.lease_namespace)
     board = StandbyBoard(pair_folder(home.root, r.name) / "standbys")
     member = PairMember(
         lease, board, r.renew_seconds, floor=lambda: newest_epoch(home.root, r.name)
     )
     record = member.try_take()
     spark = None
+    startup = StartUp(r.quiet)
     if record is None:  # a standby: Spark is started and kept warm while it waits
         from xscl.service.pair.epochs import EpochFolders
         from xscl.spark_plugin.pair.warm import StandbyWarmer
 
-        spark = _session(r)
+        spark = _session(r, startup)
         scratch = home.tmp / f"standby-{lease.identity.holder}"
         plan = _job_plan(r, log, EpochFolders(home.root, r.name, 0))
         warmer = StandbyWarmer(spark, plan, scratch)
@@ -155,10 +184,12 @@ def _start(r: ServeRequest) -> JobReport:
         finally:
             warmer.stop()
         print(f"xscl serve: took the lease over at epoch {record.epoch}", file=sys.stderr)
+        startup = StartUp(r.quiet)
     renewer = Renewer(lease, record.epoch, r.renew_seconds, _fenced_exit)
     renewer.start()
     try:
-        report = _run_primary(r, log, spark, lease, record.epoch)
+        with Interrupts() as interrupts:
+            report = _run_primary(r, log, spark, lease, record.epoch, startup, interrupts)
     finally:
         renewer.stop()
     if report.exit_code != EXIT_FENCED:
@@ -172,6 +203,54 @@ EXIT_FENCED = 3
 #: batch was not committed; restart once the folder is writable again.
 EXIT_UNWRITABLE = 4
 _UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+#: Exit code of a job stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+class Interrupts:
+    """Ctrl-C (SIGINT) as a request to stop, while this instance is the primary (driver,
+    main thread). Raised as ``KeyboardInterrupt`` inside a Py4J call, it broke the
+    connection mid-answer and printed pages of Py4J tracebacks; here the first Ctrl-C
+    only sets ``requested``, which the job checks between start-up phases and while it
+    waits for the streaming query (``_await``), then stops the query and the session.
+    A second Ctrl-C exits at once. pyspark's ``SparkContext`` installs a handler of its
+    own (it raises ``KeyboardInterrupt``): ``arm`` again once the session is built."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> Interrupts:
+        return self.arm()
+
+    def arm(self) -> Interrupts:
+        """Make Ctrl-C set ``requested`` (from the main thread only, as Python allows)."""
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._handle)
+            if not self._installed:
+                self._previous = previous
+                self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested.is_set():
+            print("xscl serve: interrupted again; exiting now", file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+        self.requested.set()
+
+
+def _await(query: Any, interrupts: Interrupts) -> bool:
+    """Wait for ``query`` to end (True), or for a Ctrl-C (False); raises the query's
+    failure as Spark does."""
+    while not interrupts.requested.is_set():
+        if query.awaitTermination(0.5):
+            return True
+    return False
 
 
 def _fenced_exit(reason: str) -> None:
@@ -188,11 +267,15 @@ def _fenced_exit(reason: str) -> None:
     os._exit(EXIT_FENCED)
 
 
-def _session(r: ServeRequest) -> Any:
+def _session(r: ServeRequest, startup: StartUp) -> Any:
     import xscl
-    from xscl.spark_plugin.session import build_session
+    from xscl.spark_plugin.session import MASTER_ENV, build_session
 
-    print(f"xscl {xscl.__version__} from {Path(xscl.__file__).parent}", file=sys.stderr)
+    master = r.master or os.environ.get(MASTER_ENV) or "local[2] unless spark-submit set one"
+    startup.phase(
+        f"starting Spark (master {master}; xscl {xscl.__version__} from "
+        f"{Path(xscl.__file__).parent})"
+    )
     from xscl.spark_plugin.worker_daemon import PREBUILD_ENV
 
     registry = r.home.registry / r.name
@@ -200,9 +283,7 @@ def _session(r: ServeRequest) -> Any:
     return build_session(r.master, f"xscl-{r.name}", conf, home=r.home.root)
 
 
-def _job_plan(
-    r: ServeRequest, log: SubscriptionLog, folders: Any
-) -> Any:
+def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
     """The job's plan over ``folders`` (an epoch's, ``pair.epochs``), without a fence."""
     from xscl.spark_plugin.job.plan import JobPlan
 
@@ -215,6 +296,7 @@ def _job_plan(
         allowed_lateness=r.allowed_lateness,
         results_format=r.results_format,
         feed_entries=r.feed_entries,
+        feed_base_url=r.feed_base_url or folders.feeds_link.as_uri(),
         state_partitions=r.state_partitions,
         buckets=r.value_groups,
         hot_folder=str(folders.hot_values),
@@ -225,6 +307,20 @@ def _job_plan(
         trigger_seconds=r.trigger_seconds,
         applied=str(folders.applied),
     )
+
+
+def _subscribed(log: SubscriptionLog) -> str:
+    """How many queries the registry holds, and at which version (the events' ids only:
+    no query is parsed)."""
+    ids: set[str] = set()
+    version = 0
+    for event in log.events():
+        version = event.version
+        if event.op == "subscribe":
+            ids.update(event.ids)
+        elif event.op == "unsubscribe":
+            ids.difference_update(event.ids)
+    return f"{len(ids):,} subscription(s) at version {version}"
 
 
 def _start_cel(
@@ -263,7 +359,13 @@ def _register_metrics(spark: Any, r: ServeRequest, lease: Any) -> None:
 
 
 def _run_primary(
-    r: ServeRequest, log: SubscriptionLog, spark: Any, lease: Any, epoch: int
+    r: ServeRequest,
+    log: SubscriptionLog,
+    spark: Any,
+    lease: Any,
+    epoch: int,
+    startup: StartUp,
+    interrupts: Interrupts,
 ) -> JobReport:
     """The job as the lease's holder at ``epoch`` (driver); it seeds an empty registry
     from ``--queries`` (only the lease's holder, so two instances never both do).
@@ -273,14 +375,16 @@ def _run_primary(
     from xscl.cli.common import os_error_reason, print_errors
     from xscl.cli.serve import HOME_ADVICE
     from xscl.errors import LegacyHomeError, OutputWriteError
+    from xscl.results.commit import unwritable_as_error
     from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.job.plan import start_job
-    from xscl.spark_plugin.job.sink import fence_of, unwritable_as_error
+    from xscl.spark_plugin.job.sink import fence_of
     from xscl.spark_plugin.progress import ProgressPrinter
 
     cel = r.cel
     if r.queries and not log.versions():
         # subscribe parses and validates the file (once: load_queries took 16.7 s at 100k)
+        startup.phase(f"subscribing the queries of {r.queries} in the job's registry {log.folder}")
         try:
             log.subscribe(Path(r.queries).read_text(encoding="utf-8"), source=r.queries)
         except SubscriptionError as exc:
@@ -307,35 +411,49 @@ def _run_primary(
         file=sys.stderr,
     )
     output = folders.results
+    if interrupts.requested.is_set():
+        return _interrupted(spark, after)
     if spark is None:
-        spark = _session(r)
-    plan = replace(
-        _job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch)
-    )
+        spark = _session(r, startup)
+    interrupts.arm()
+    if not startup.quiet:
+        startup.phase(f"{_subscribed(log)} in the job's registry {log.folder}")
+    plan = replace(_job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch))
     printer = ProgressPrinter(
         None if r.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
     )
     spark.streams.addListener(printer)
-    _compile_subscriptions(spark, plan.registry)
+    _compile_subscriptions(spark, plan.registry, startup)
+    if interrupts.requested.is_set():
+        spark.streams.removeListener(printer)
+        return _interrupted(spark, after)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    startup.phase(
+        f"streaming query started after {startup.seconds():.1f} s; one line per micro-batch "
+        f"follows (results under {folders.results_root})"
+    )
     _register_metrics(spark, r, lease)
     cel_query = None
     if cel is not None and not r.once:
         cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
+    ended = False
     try:
-        query.awaitTermination()
-        if cel is not None and r.once and query.exception() is None:
+        ended = _await(query, interrupts)
+        if ended and cel is not None and r.once and query.exception() is None:
             cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
-            cel_query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+            ended = _await(cel_query, interrupts)
     except Exception:  # StreamingQueryException: reported from query.exception() below
-        pass
+        ended = True
     finally:
+        if not ended:
+            query.stop()
         if cel_query is not None:
             cel_query.stop()
         _drain_progress(spark, query, printer)
+    if not ended:
+        done = [b.batch_id for b in list(printer.batches)]
+        return _interrupted(spark, max(done, default=after))
     if cel_query is not None and cel_query.exception() is not None:
         print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
         return JobReport(1)
@@ -376,6 +494,15 @@ def _run_primary(
     return report
 
 
+def _interrupted(spark: Any, batch: int) -> JobReport:
+    """Ctrl-C: say where the job stopped in one line and stop the session (driver)."""
+    where = f"after batch {batch}" if batch >= 0 else "before its first batch"
+    print(f"xscl serve: interrupted; stopped {where}", file=sys.stderr, flush=True)
+    if spark is not None:
+        spark.stop()
+    return JobReport(EXIT_INTERRUPTED)
+
+
 def _drain_progress(spark: Any, query: Any, printer: Any, timeout: float = 30.0) -> None:
     """Wait for the last batch's progress event and for the query's termination event
     (both are delivered asynchronously), then detach the listener.
@@ -404,5 +531,3 @@ def jsonl(items: Sequence[dict[str, Any]]) -> bytes:
 
 def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-

@@ -69,7 +69,31 @@ logger.sparkconf.name = org.apache.spark.SparkConf
 logger.sparkconf.level = error
 logger.rocksdb.name = org.apache.spark.sql.execution.streaming.state
 logger.rocksdb.level = warn
+# "Current batch is falling behind": each micro-batch's progress line gives its time
+logger.behind.name = org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor
+logger.behind.level = error
+# adaptive query execution is off in streaming queries, and Spark says so at every start
+logger.aqe.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
+logger.aqe.filter.aqe.type = RegexFilter
+logger.aqe.filter.aqe.regex = .*adaptive.enabled is not supported in streaming.*
+logger.aqe.filter.aqe.onMatch = DENY
+logger.aqe.filter.aqe.onMismatch = NEUTRAL
+logger.stateful.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.stateful.filter.aqe.type = RegexFilter
+logger.stateful.filter.aqe.regex = Disabling AQE since.*
+logger.stateful.filter.aqe.onMatch = DENY
+logger.stateful.filter.aqe.onMismatch = NEUTRAL
+# a query stopped (Ctrl-C) before its batch's job began: nothing to cancel, said twice
+logger.cancel.name = org.apache.spark.scheduler.DAGScheduler
+logger.cancel.filter.none.type = RegexFilter
+logger.cancel.filter.none.regex = Failed to cancel job group .*Cannot find active jobs.*
+logger.cancel.filter.none.onMatch = DENY
+logger.cancel.filter.none.onMismatch = NEUTRAL
 """
+#: How the log configuration xscl writes begins (a file that does not is the user's).
+_LOG4J_MARK = "# xscl: "
+#: What the JVM prints on every start (Spark's launcher always adds the module): noise.
+_JVM_NOISE = (b"WARNING: Using incubator modules",)
 
 
 @dataclass(frozen=True)
@@ -114,7 +138,12 @@ class XsclHome:
         folders = (self.checkpoints, self.spool, self.results, self.tmp, self.log4j_config.parent)
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
-        if not self.log4j_config.exists():
+        try:
+            written = self.log4j_config.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            written = None
+        ours = written is None or written.startswith(_LOG4J_MARK)
+        if ours and written != _QUIET_LOG4J:  # a home made by an older xscl gets the new one
             self.log4j_config.write_text(_QUIET_LOG4J, encoding="utf-8")
         return self
 
@@ -254,6 +283,7 @@ def build_session(
         if chosen.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no hostname warning
         builder = builder.master(chosen)
+        _launch_jvm({"spark.app.name": app_name, "spark.master": chosen, **settings})
     elif chosen:
         builder = builder.master(chosen)
     for key, value in settings.items():
@@ -269,6 +299,104 @@ def build_session(
 
     register_data_sources(spark)
     return spark
+
+
+def _launch_jvm(settings: Mapping[str, str]) -> None:
+    """Start the driver's JVM as ``getOrCreate`` would (the same ``--conf`` settings),
+    with its stderr read by a thread that passes it on to ours (``JvmStderr``). Spark's
+    logs and the Python workers' stderr (children of the JVM) pass through it too."""
+    import threading
+    from subprocess import PIPE
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})  # type: ignore[no-untyped-call]
+    stderr = gateway.proc.stderr if gateway.proc is not None else None
+    if stderr is not None:
+        relay = JvmStderr(stderr.fileno())
+        threading.Thread(target=relay.run, name="xscl-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+#: The first line of one of Spark's warnings or errors, as ``_QUIET_LOG4J`` lays it out.
+_LOG_RECORD = re.compile(rb"\d\d:\d\d:\d\d (?:FATAL|ERROR|WARN) ")
+#: The failures ``xscl serve`` tells in one line itself (a results folder that cannot be
+#: written, a lease taken over): Spark's records of them are echoes, with traces.
+_TOLD = re.compile(rb"XSCL-S02[03]\b")
+
+
+class JvmStderr:
+    """The driver JVM's stderr, passed on to ``fd`` but for noise (driver, one thread).
+
+    Dropped: the line the JVM prints on every start (``_JVM_NOISE``), and Spark's
+    records of a failure the command tells in one line itself (``_TOLD``: the task's
+    error, the lost tasks, the aborted write, the query's end, each with its Java and
+    Python traces), with every further warning or error record for ``quiet_seconds``
+    (the same failure's echoes). A record is its first line and the lines after it up
+    to the next record's, or until nothing came for ``settle`` seconds.
+    """
+
+    def __init__(
+        self, source: int, fd: int = 2, settle: float = 0.2, quiet_seconds: float = 60.0
+    ) -> None:
+        self.source = source
+        self.fd = fd
+        self.settle = settle
+        self.quiet_seconds = quiet_seconds
+        self._record: list[bytes] = []
+        self._quiet_until = 0.0
+
+    def run(self) -> None:
+        """Pass the stream on until it ends (the JVM exited)."""
+        import select
+        import time
+
+        partial = b""
+        while True:
+            ready, _, _ = select.select([self.source], [], [], self.settle)
+            if not ready:
+                self._flush(time.monotonic())
+                continue
+            chunk = os.read(self.source, 1 << 16)
+            if not chunk:
+                break
+            *lines, partial = (partial + chunk).split(b"\n")
+            for line in lines:
+                self._line(line + b"\n", time.monotonic())
+        if partial:
+            self._line(partial, time.monotonic())
+        self._flush(time.monotonic())
+
+    def _line(self, line: bytes, now: float) -> None:
+        if line.startswith(_JVM_NOISE):
+            return
+        if _LOG_RECORD.match(line):
+            self._flush(now)
+            self._record.append(line)
+        elif self._record:
+            self._record.append(line)
+        else:
+            self._write(line)
+
+    def _flush(self, now: float) -> None:
+        if not self._record:
+            return
+        text = b"".join(self._record)
+        self._record.clear()
+        if _TOLD.search(text):
+            self._quiet_until = now + self.quiet_seconds
+        elif now >= self._quiet_until:
+            self._write(text)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError:  # our stderr is gone: keep draining, so the JVM never blocks
+            pass
 
 
 def home_of(spark: SparkSession) -> XsclHome:

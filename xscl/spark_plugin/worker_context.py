@@ -44,10 +44,8 @@ class WorkerContext:
     _trees: dict[str, DocumentTrees] = field(default_factory=dict)
     _decoded: dict[tuple[str, str], DecodedDocs] = field(default_factory=dict)
     _memory: dict[str, GroupMemory[Any]] = field(default_factory=dict)
-    renderer: EntryRenderer = field(
-        default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4)
-    )
-    feed_writers: dict[tuple[str, int], AtomFeedWriter] = field(default_factory=dict)
+    renderer: EntryRenderer = field(default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4))
+    feed_writers: dict[tuple[str, int, str | None], AtomFeedWriter] = field(default_factory=dict)
     _documents: dict[str, SpoolDocuments] = field(default_factory=dict)
 
     def trees(self, registry: str) -> DocumentTrees:

@@ -71,6 +71,12 @@ class EpochFolders:
         return epoch_folder(self.results_root, self.epoch)
 
     @property
+    def feeds_link(self) -> Path:
+        """Where readers find the job's feeds after any restart: the link to the newest
+        epoch's feeds, never one epoch's folder (the feeds' ``rel="self"`` by default)."""
+        return self.results_root / "feeds"
+
+    @property
     def hot_values(self) -> Path:
         return self.root / "state" / self.name / epoch_name(self.epoch) / "hot-values"
 
@@ -233,7 +239,7 @@ def _point_feeds(folders: EpochFolders) -> None:
     """``results/NAME/feeds`` -> this epoch's feeds, replaced atomically."""
     feeds = folders.results / "feeds"
     feeds.mkdir(parents=True, exist_ok=True)
-    link = folders.results_root / "feeds"
+    link = folders.feeds_link
     temporary = folders.results_root / f".feeds.{folders.epoch}.tmp"
     with contextlib.suppress(FileNotFoundError):
         temporary.unlink()

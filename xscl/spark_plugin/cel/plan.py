@@ -47,6 +47,8 @@ class CelPlan:
     once: bool = False
     trigger_seconds: float = 1.0
     feed_entries: int = 50
+    #: the feeds' ``rel="self"`` links are ``URL/<query>.atom`` (None: their files)
+    feed_base_url: str | None = None
     #: JSON of the lease and epoch the sink checks before each commit (None: no lease)
     fence: str | None = None
 
@@ -88,6 +90,7 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
         .option("path", plan.output)
         .option("format", "jsonl")
         .option("feedEntries", str(plan.feed_entries))
+        .option("feedBaseUrl", plan.feed_base_url or "")
         .option("fence", plan.fence or "")
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)

@@ -91,6 +91,7 @@ def start(
         once=once,
         trigger_seconds=trigger_seconds,
         feed_entries=feed_entries,
+        feed_base_url=folders.feeds_link.as_uri(),
         fence=fence,
     )
     return start_cel_job(spark, plan)

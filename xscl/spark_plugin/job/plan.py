@@ -55,6 +55,9 @@ class JobPlan:
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
     feed_entries: int = DEFAULT_MAX_ENTRIES
+    #: where the feeds are read from, their ``rel="self"`` links: ``URL/<query>.atom``
+    #: (None: each feed's file where it is written)
+    feed_base_url: str | None = None
     #: None: ``PARTITIONS_PER_CORE`` per executor core, at the job's first start
     state_partitions: int | None = None
     #: None: ``GROUPS_PER_PARTITION`` per state partition, at the job's first start
@@ -145,6 +148,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("path", plan.output)
         .option("format", plan.results_format)
         .option("feedEntries", str(plan.feed_entries))
+        .option("feedBaseUrl", plan.feed_base_url or "")
         .option("registry", plan.registry)
         .option("hotValues", plan.hot_folder or "")
         .option("fence", plan.fence or "")

@@ -214,7 +214,7 @@ class TaskRows:
 
     def discard(self) -> None:
         if self.writer is not None:
-            self.writer.discard()
+            self.writer.discard()  # never raises: the task's own error is the one told
 
     def batch(self) -> pa.RecordBatch:
         """The rows collected since the last batch."""

@@ -37,7 +37,6 @@ executors and holds strings and integers only; each Python worker keeps one
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -52,8 +51,16 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from xscl.connectors.durable import fsync_dir, write_synced
-from xscl.errors import DataSourceOptionError, OutputWriteError
-from xscl.results.commit import COMMITS, STAGING, StagedPart, clear_staging, commit_batch, discard
+from xscl.errors import DataSourceOptionError
+from xscl.results.commit import (
+    COMMITS,
+    STAGING,
+    StagedPart,
+    clear_staging,
+    commit_batch,
+    discard,
+    unwritable_as_error,
+)
 from xscl.results.feed_rows import entry_reference, keep_newest
 from xscl.results.parts import RESULTS_FORMATS, ResultPart, staged_part
 from xscl.spark_plugin.job import hot_values
@@ -113,8 +120,8 @@ class JobOutputDataSource(DataSource):
             self.options.get("hotValues") or None,
             self.options.get("registry") or None,
             self.options.get("fence") or None,
+            self.options.get("feedBaseUrl") or None,
         )
-
 
 
 class JobOutputWriter(DataSourceStreamArrowWriter):
@@ -128,6 +135,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         hot_folder: str | None = None,
         registry: str | None = None,
         fence: str | None = None,
+        feed_base_url: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
@@ -137,6 +145,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         self.registry = registry
         #: JSON ``{"lease": Lease.spec(), "epoch": E}`` (None: no lease)
         self.fence = fence
+        #: the feeds' ``rel="self"`` links are ``URL/<query>.atom`` (``AtomFeedWriter``)
+        self.feed_base_url = feed_base_url
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -174,11 +184,16 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         from xscl.spark_plugin.worker_context import worker
 
         writers = worker().feed_writers
-        key = (str(Path(self.path) / "feeds"), self.feed_entries)
+        key = (str(Path(self.path) / "feeds"), self.feed_entries, self.feed_base_url)
         writer = writers.get(key)
         if writer is None:
             texts = SubscribedTexts(self.registry) if self.registry else None
-            writer = AtomFeedWriter(key[0], max_entries=self.feed_entries, subtitles=texts)
+            writer = AtomFeedWriter(
+                key[0],
+                max_entries=self.feed_entries,
+                subtitles=texts,
+                base_url=self.feed_base_url,
+            )
             writers[key] = writer
         return writer
 
@@ -260,23 +275,6 @@ def numbered(outputs: list[TaskOutput]) -> list[StagedPart]:
     parts = [p for o in outputs for p in (o.part, *o.upstream) if p.staged is not None]
     parts.sort(key=lambda p: (p.partition, p.staged or ""))
     return [StagedPart(n, p.staged, p.rows) for n, p in enumerate(parts)]
-
-
-@contextlib.contextmanager
-def unwritable_as_error(path: str) -> Iterator[None]:
-    """An ``OSError`` writing under the results folder ``path`` (full, read-only, gone)
-    as ``OutputWriteError`` naming the file: the batch stays uncommitted and the job
-    stops with that one line (``submit``)."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno is None:  # not a failed system call (e.g. our own coded errors)
-            raise
-        where = exc.filename or path
-        reason = exc.strerror or str(exc)
-        raise OutputWriteError(
-            f"the results folder {path} cannot be written: {reason}: {where}"
-        ) from exc
 
 
 def fence_of(lease_spec: dict[str, Any], epoch: int) -> str:

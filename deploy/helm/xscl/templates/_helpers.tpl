@@ -163,6 +163,10 @@ one per line of a YAML list. Unset values leave xscl's own defaults.
 {{- end }}
 - --feed-entries
 - {{ $job.feedEntries | int64 | toString | quote }}
+{{- with .Values.feedServer.baseUrl }}
+- --feed-base-url
+- {{ . | quote }}
+{{- end }}
 - --results-format
 - {{ $job.resultsFormat | quote }}
 {{- with $job.statePartitions }}
