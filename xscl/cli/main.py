@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "xscl.cli.poll",
     "xscl.cli.serve",
     "xscl.cli.subscribe",
+    "xscl.cli.api",
     "xscl.cli.status",
     "xscl.cli.templates_cmd",
     "xscl.cli.cel",
@@ -42,6 +43,7 @@ Typical session:
   xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool
   xscl serve --queries Q.xscl --home H    run them continuously (Spark), results under H
   xscl subscribe MORE.xscl --home H       add queries to the running job (unsubscribe ID)
+  xscl api --home H                       the subscription HTTP API beside the job
   xscl status --home H                    its primary, standbys, last batch, lag, results
   xscl cel check|run ...                  CEL event queries over relational events (docs/cel.md)
 

@@ -4,7 +4,8 @@
 A job named NAME under ``--home HOME`` keeps its subscriptions in
 ``HOME/registry/NAME/``, an append-only log of numbered event files written
 atomically (``00000001.json``, ...), each a subscribe (the query file's text and
-the ids taken from it) or an unsubscribe (ids). ``xscl subscribe`` /
+the ids taken from it) or an unsubscribe (ids), with the API client that wrote it
+(``owner``, absent from the command line's events). ``xscl subscribe`` /
 ``xscl unsubscribe`` append events while the job runs; the job reads the log at
 the start of every micro-batch and applies the new events before that batch's
 documents, so a change takes effect within one micro-batch, without a restart
@@ -61,6 +62,9 @@ class SubscriptionEvent:
     ids: tuple[str, ...]
     text: str
     source: str
+    #: the API client that wrote the event (``xscl api``); "" from the command line
+    #: and in events written before owners were recorded
+    owner: str = ""
 
     def queries(self) -> list[Query]:
         """The subscribed queries (in file order); empty for an unsubscribe."""
@@ -103,6 +107,7 @@ class SubscriptionLog:
                 tuple(str(i) for i in data["ids"]),
                 str(data.get("text", "")),
                 str(data.get("source", "")),
+                str(data.get("owner", "")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -123,7 +128,18 @@ class SubscriptionLog:
         return queries
 
     # ---------------------------------------------------------------- writing
-    def subscribe(self, text: str, *, source: str) -> SubscriptionEvent:
+    def owners(self) -> dict[str, str]:
+        """The owner of each subscribed query (its subscribe event's owner), by id."""
+        owners: dict[str, str] = {}
+        for event in self.events():
+            for qid in event.ids:
+                if event.op == "subscribe":
+                    owners[qid] = event.owner
+                else:
+                    owners.pop(qid, None)
+        return owners
+
+    def subscribe(self, text: str, *, source: str, owner: str = "") -> SubscriptionEvent:
         """Validate a query file against the current subscriptions and append it.
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
@@ -152,18 +168,20 @@ class SubscriptionLog:
             check_publish_cycles([normalize(q) for q in publishing])
         except PublishCycleError as exc:
             raise SubscriptionError.from_code("XSCL-S013", exc.message) from exc
-        return self._append("subscribe", [q.qid for q in good], text, source)
+        return self._append("subscribe", [q.qid for q in good], text, source, owner)
 
-    def unsubscribe(self, ids: Iterable[str]) -> SubscriptionEvent:
+    def unsubscribe(self, ids: Iterable[str], *, owner: str = "") -> SubscriptionEvent:
         """Append the removal of subscribed ``ids``; unknown ids raise, nothing written."""
         wanted = list(dict.fromkeys(ids))
         current = self.current()
         unknown = [i for i in wanted if i not in current]
         if unknown:
             raise SubscriptionError.from_code("XSCL-S012", f"not subscribed: {', '.join(unknown)}")
-        return self._append("unsubscribe", wanted, "", "")
+        return self._append("unsubscribe", wanted, "", "", owner)
 
-    def _append(self, op: str, ids: list[str], text: str, source: str) -> SubscriptionEvent:
+    def _append(
+        self, op: str, ids: list[str], text: str, source: str, owner: str = ""
+    ) -> SubscriptionEvent:
         """Write the next event file atomically; concurrent writers get distinct numbers."""
         self.folder.mkdir(parents=True, exist_ok=True)
         while True:
@@ -174,6 +192,7 @@ class SubscriptionLog:
                 "ids": ids,
                 "text": text,
                 "source": source,
+                **({"owner": owner} if owner else {}),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
