@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,11 @@ def test_feed_health_metrics_and_the_openapi_document(home: Home) -> None:
     paths = set(served["paths"])
     routes = {r.path for r in home.client.app.routes} - {"/openapi.json"}  # type: ignore[attr-defined]
     assert paths == routes
+
+
+def test_concurrent_subscribes_of_one_id_apply_it_once(tmp_path: Path) -> None:
+    home = Home(tmp_path, Limits(subscribe_burst=100))
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: home.subscribe(f"C1: {JOIN};").status_code, range(8)))
+    assert sorted(statuses) == [201] + [409] * 7
+    assert home.registry() == [1] and list(home.log.current()) == ["C1"]

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -33,7 +35,7 @@ from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
 from xscl.service.api.openapi import openapi_document
 from xscl.service.api.tokens import Client, TokenStore
-from xscl.service.subscriptions import SubscriptionLog
+from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog
 
 #: A subscription id as the language spells one (XSCL-P006), bounded.
 _QID = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,199}")
@@ -91,6 +93,9 @@ class _Api:
         self.log = SubscriptionLog(home / "registry" / name)
         self.results_root = home / "results" / name
         self.rate = RateLimiter(limits.subscribe_rate, limits.subscribe_burst)
+        #: one registry change at a time in this process: a subscribe checks the ids
+        #: taken and then appends, and two requests must not both pass the check
+        self.changing = threading.Lock()
 
     # ------------------------------------------------------------- helpers
     def client(self, request: Request) -> Client:
@@ -163,13 +168,18 @@ class _Api:
                 "XSCL-A005",
                 f"{len(queries)} queries, more than the limit of {self.limits.max_queries}",
             )
-        event = self.log.subscribe(text, source=f"api:{client.name}", owner=client.name)
+
+        def append() -> SubscriptionEvent:
+            with self.changing:
+                return self.log.subscribe(text, source=f"api:{client.name}", owner=client.name)
+
+        event = await run_in_threadpool(append)
         self.metrics.add("xscl_api_subscribed_queries_total", len(event.ids))
         return JSONResponse({"ids": list(event.ids), "version": event.version}, 201)
 
     async def listing(self, request: Request) -> Response:
         client = self.client(request)
-        owners = self.log.owners()
+        owners = await run_in_threadpool(self.log.owners)
         mine = [
             {"id": qid, "owner": owner}
             for qid, owner in sorted(owners.items())
@@ -179,28 +189,37 @@ class _Api:
 
     async def unsubscribe(self, request: Request) -> Response:
         client = self.client(request)
-        qid, _query = self.owned(request, client)
-        event = self.log.unsubscribe([qid], owner=client.name)
+
+        def remove() -> SubscriptionEvent:
+            with self.changing:
+                qid, _query = self.owned(request, client)
+                return self.log.unsubscribe([qid], owner=client.name)
+
+        event = await run_in_threadpool(remove)
         self.metrics.add("xscl_api_unsubscribed_queries_total", len(event.ids))
         return JSONResponse({"ids": list(event.ids), "version": event.version})
 
     async def results(self, request: Request) -> Response:
         client = self.client(request)
-        qid, _query = self.owned(request, client)
+        qid, _query = await run_in_threadpool(self.owned, request, client)
         limit = _int_param(request, "limit", 100, 1, self.limits.max_page)
         after = request.query_params.get("after")
         cursor = decode_cursor(after, qid) if after else None
-        got = page(self.results_root, qid, cursor, limit)
+        got = await run_in_threadpool(page, self.results_root, qid, cursor, limit)
         self.metrics.add("xscl_api_results_served_total", len(got.records))
         encoded = got.cursor.encode() if got.cursor is not None else after
         return JSONResponse({"results": got.records, "cursor": encoded})
 
     async def invoke(self, request: Request) -> Response:
         client = self.client(request)
-        qid, query = self.owned(request, client)
+        qid, query = await run_in_threadpool(self.owned, request, client)
         now = int(time.time() * 1_000_000)
         window = query_window(query)
-        records = list(invoke(self.results_root, qid, now, window))
+
+        def matching() -> list[dict[str, Any]]:
+            return list(invoke(self.results_root, qid, now, window))
+
+        records = await run_in_threadpool(matching)
         self.metrics.add("xscl_api_results_served_total", len(records))
         return JSONResponse(
             {
@@ -212,7 +231,7 @@ class _Api:
 
     async def feed(self, request: Request) -> Response:
         client = self.client(request)
-        qid, _query = self.owned(request, client)
+        qid, _query = await run_in_threadpool(self.owned, request, client)
         path = self.results_root / "feeds" / f"{qid}.atom"
         if not path.is_file():
             raise ApiRequestError.from_code("XSCL-A002", f"no feed for {qid!r} yet")
