@@ -582,6 +582,10 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-S016": ErrorCode(
         NoSubscriptionsError, "the job's registry holds no subscribed query (all unsubscribed)"
     ),
+    "XSCL-S017": ErrorCode(
+        SubscriptionError,
+        "an unsubscribed query PUBLISHes a stream that other subscribed queries read",
+    ),
     "XSCL-S020": ErrorCode(
         LeaseLostError, "this instance lost the job's lease to a newer epoch and stops (fenced)"
     ),

@@ -251,3 +251,12 @@ def test_concurrent_subscribes_of_one_id_apply_it_once(tmp_path: Path) -> None:
         statuses = list(pool.map(lambda _: home.subscribe(f"C1: {JOIN};").status_code, range(8)))
     assert sorted(statuses) == [201] + [409] * 7
     assert home.registry() == [1] and list(home.log.current()) == ["C1"]
+
+
+def test_a_query_whose_published_stream_others_read_stays(home: Home) -> None:
+    text = f"P1: {JOIN} PUBLISH pub;\nR1: pub/result[./a->r] FOLLOWED BY {{r = z, 1h}} S//c->z;"
+    assert home.subscribe(text).status_code == 201
+    _refused(home.call("DELETE", "/subscriptions/P1"), 409, "XSCL-S017")
+    assert sorted(home.log.current()) == ["P1", "R1"]
+    assert home.call("DELETE", "/subscriptions/R1").status_code == 200
+    assert home.call("DELETE", "/subscriptions/P1").status_code == 200

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -265,3 +265,35 @@ def apply_event(
 def describe(event: SubscriptionEvent) -> dict[str, Any]:
     """A JSON-able summary of an event (what ``xscl subscribe`` prints)."""
     return {"version": event.version, "op": event.op, "ids": list(event.ids)}
+
+
+def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:
+    """Why removing ``ids`` would leave readers of their PUBLISHed streams; None if it won't.
+
+    A reader is a subscribed query, not among ``ids``, with a block on a stream
+    that one of ``ids`` PUBLISHes (other publishers of that stream notwithstanding:
+    the readers' input would change under them).
+    """
+    removing = set(ids)
+    problems: list[str] = []
+    readers_all: list[str] = []
+    for qid in dict.fromkeys(ids):
+        query = current.get(qid)
+        if query is None or query.publish is None:
+            continue
+        stream = query.publish
+        readers = sorted(
+            other
+            for other, q in current.items()
+            if other not in removing and any(b.stream == stream for b in q.blocks)
+        )
+        if readers:
+            problems.append(f"{qid} publishes stream {stream!r}, read by {', '.join(readers)}")
+            readers_all.extend(r for r in readers if r not in readers_all)
+    if not problems:
+        return None
+    together = " ".join([*dict.fromkeys(ids), *readers_all])
+    return (
+        f"{'; '.join(problems)}: unsubscribe the readers too "
+        f"('xscl unsubscribe {together}'), or pass --force to leave them without that input"
+    )

@@ -35,7 +35,7 @@ from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
 from xscl.service.api.openapi import openapi_document
 from xscl.service.api.tokens import Client, TokenStore
-from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog
+from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog, publish_readers
 
 #: A subscription id as the language spells one (XSCL-P006), bounded.
 _QID = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,199}")
@@ -56,6 +56,7 @@ _STATUS = {
     "XSCL-S012": 404,
     "XSCL-S013": 422,
     "XSCL-S014": 500,
+    "XSCL-S017": 409,
 }
 
 
@@ -193,6 +194,9 @@ class _Api:
         def remove() -> SubscriptionEvent:
             with self.changing:
                 qid, _query = self.owned(request, client)
+                readers = publish_readers(self.log.current(), [qid])
+                if readers is not None:
+                    raise SubscriptionError.from_code("XSCL-S017", readers)
                 return self.log.unsubscribe([qid], owner=client.name)
 
         event = await run_in_threadpool(remove)
