@@ -78,6 +78,18 @@ def test_tokens_keep_only_hashes_in_a_private_file(tmp_path: Path) -> None:
     assert main(["api", "token", "create", "dave", "--home", str(tmp_path)]) == 2
     assert main(["api", "token", "create", "../x", "--home", str(tmp_path)]) == 2
     assert set(json.loads(path.read_text())) == {"carol", "dave"}
+    secret = tmp_path / "mounted" / "tokens.json"  # xscl api --tokens FILE (a Secret)
+    assert main(["api", "token", "create", "erin", "--tokens", str(secret)]) == 0
+    assert set(json.loads(secret.read_text())) == {"erin"}
+    frank = TokenStore(tmp_path / "elsewhere", secret).create("frank")
+    client = TestClient(create_app(tmp_path / "home", tokens=secret))
+    assert client.get("/subscriptions", headers={"Authorization": f"Bearer {frank}"}).json() == {
+        "subscriptions": []
+    }
+    assert (
+        client.get("/subscriptions", headers={"Authorization": f"Bearer {token}"}).status_code
+        == 401
+    )
 
 
 def test_a_client_sees_and_changes_only_its_own_subscriptions(home: Home) -> None:

@@ -50,6 +50,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     api.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
     api.add_argument("--port", type=int, default=8037, help="port (default %(default)s)")
     api.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="the clients' token hashes (default HOME/api/tokens.json; e.g. a mounted Secret)",
+    )
+    api.add_argument(
         "--max-query-bytes",
         type=int,
         default=defaults.max_query_bytes,
@@ -89,6 +94,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     create.add_argument("client", metavar="NAME")
     create.add_argument("--admin", action="store_true", help="the client sees every subscription")
     create.add_argument("--home", default=argparse.SUPPRESS, help="the job's home")
+    create.add_argument(
+        "--tokens",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="the tokens file to add to (default HOME/api/tokens.json)",
+    )
     create.set_defaults(func=run_token_create)
 
 
@@ -96,7 +107,7 @@ def run_token_create(args: argparse.Namespace) -> int:
     from xscl.errors import ApiRequestError
     from xscl.service.api.tokens import TokenStore
 
-    store = TokenStore(args.home)
+    store = TokenStore(args.home, args.tokens)
     try:
         token = store.create(args.client, admin=args.admin)
     except ApiRequestError as exc:
@@ -138,6 +149,6 @@ def run_api(args: argparse.Namespace) -> int:
         subscribe_rate=args.subscribe_rate,
         subscribe_burst=args.subscribe_burst,
     )
-    app = create_app(home, args.name, limits=limits)
+    app = create_app(home, args.name, limits=limits, tokens=args.tokens)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0

@@ -85,12 +85,14 @@ def _refuse(error: XsclError) -> JSONResponse:
 class _Api:
     """The endpoints of one job's API."""
 
-    def __init__(self, home: Path, name: str, limits: Limits, metrics: Metrics) -> None:
+    def __init__(
+        self, home: Path, name: str, limits: Limits, metrics: Metrics, tokens: Path | None
+    ) -> None:
         self.home = home
         self.name = name
         self.limits = limits
         self.metrics = metrics
-        self.tokens = TokenStore(home)
+        self.tokens = TokenStore(home, tokens)
         self.log = SubscriptionLog(home / "registry" / name)
         self.results_root = home / "results" / name
         self.rate = RateLimiter(limits.subscribe_rate, limits.subscribe_burst)
@@ -297,9 +299,12 @@ def create_app(
     *,
     limits: Limits | None = None,
     metrics: Metrics | None = None,
+    tokens: str | Path | None = None,
 ) -> Starlette:
-    """The API of job ``name`` under ``home`` (its registry and results folder)."""
-    api = _Api(Path(home), name, limits or Limits(), metrics or Metrics())
+    """The API of job ``name`` under ``home`` (its registry and results folder);
+    ``tokens``: the clients' file when not ``HOME/api/tokens.json``."""
+    tokens_file = Path(tokens) if tokens is not None else None
+    api = _Api(Path(home), name, limits or Limits(), metrics or Metrics(), tokens_file)
     routes = [
         Route("/subscriptions", _guarded(api, api.subscribe), methods=["POST"]),
         Route("/subscriptions", _guarded(api, api.listing), methods=["GET"]),

@@ -45,10 +45,14 @@ def _digest(token: str) -> str:
 
 
 class TokenStore:
-    """The clients of one home's API; re-read when the file changes."""
+    """The clients of one home's API; re-read when the file changes.
 
-    def __init__(self, home: str | Path) -> None:
-        self.path = tokens_path(home)
+    ``path``: another tokens file (``xscl api --tokens``, e.g. a Kubernetes Secret
+    mounted read-only), of the same form.
+    """
+
+    def __init__(self, home: str | Path, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else tokens_path(home)
         self._stamp: tuple[int, int] | None = None
         self._by_digest: dict[str, Client] = {}
 
