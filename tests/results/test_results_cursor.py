@@ -139,3 +139,35 @@ def test_invoke_applies_the_window_as_of_now(tmp_path: Path) -> None:
     assert [r["result_id"] for r in invoke(tmp_path, "Q1", now, None)] == ["old", "edge", "new"]
     (infinite,) = parse_file("Q9: S//a->x FOLLOWED BY {x=y, INF} S//b->y;").queries
     assert query_window(infinite) is None
+
+
+def test_a_batch_replayed_twice_under_a_cursor(tmp_path: Path) -> None:
+    """Epoch 2 replays batch 2 and the client reads into it; epoch 3 is cut after batch 1
+    too and replays batch 2 once more, in a third order: still each record once."""
+    first = open_epoch(tmp_path, 1, -1)
+    for batch in range(3):
+        _commit(first, batch, _batch(batch))
+    rows = [r for part in _batch(2) for r in part]
+
+    def read(after: Cursor | None, count: int) -> tuple[list[str], Cursor | None]:
+        got = page(tmp_path, "Q1", after, count)
+        return [r["result_id"] for r in got.records], got.cursor
+
+    read_1, after = read(None, 7)  # batches 0 and 1, and 2-1 of epoch 1's batch 2
+    _commit(open_epoch(tmp_path, 2, 1), 2, [rows[::-1]])
+    read_2, after = read(after, 1)  # 2-4, the first of epoch 2's copy it had not passed
+    assert after is not None and after.passed == ((1, 0, 2),)
+    assert decode_cursor(after.encode(), "Q1") == after
+    third = open_epoch(tmp_path, 3, 1)
+    _commit(third, 2, [rows[2:], rows[:2]])
+    _commit(third, 3, _batch(3))
+    rest = _all_pages(tmp_path, "Q1", 100, after)
+    everything = read_1 + read_2 + rest
+    assert len(everything) == len(set(everything)) == 4 * 3
+    assert set(everything) == {r["result_id"] for r in read_results(tmp_path) if r["query"] == "Q1"}
+
+
+def test_a_forged_cursor_cannot_name_a_path(tmp_path: Path) -> None:
+    forged = Cursor("Q1", 1, "../../etc", 0, 0).encode()
+    with pytest.raises(ResultCursorError):
+        decode_cursor(forged, "Q1")

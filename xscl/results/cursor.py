@@ -45,6 +45,8 @@ from xscl.lang.ast import Query
 from xscl.results.read import part_records, visible_markers
 
 _EPOCH_FOLDER = re.compile(r"e(\d{8})")
+#: A marker's batch name (``results.commit``): digits, or ``w-<ns>-<uuid>``; never a path.
+_BATCH = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 @dataclass(frozen=True, order=True)
@@ -60,21 +62,21 @@ class Cursor:
     batch: str
     part: int
     row: int
-    #: inside a batch replayed by a later epoch: (epoch, part, row) of the cursor that
-    #: was in the cut-off original, whose records it had passed
-    passed: tuple[int, int, int] | None = None
+    #: inside a batch that later epochs replayed: (epoch, part, row) of where the cursor
+    #: was in each cut-off copy of the batch, whose records it had passed
+    passed: tuple[tuple[int, int, int], ...] = ()
 
     def encode(self) -> str:
         """The opaque text a client passes back (urlsafe base64, no padding).
 
         >>> text = Cursor("Q1", 2, "00000000000000000007", 0, 3).encode()
         >>> decode_cursor(text, "Q1")
-        Cursor(qid='Q1', epoch=2, batch='00000000000000000007', part=0, row=3, passed=None)
+        Cursor(qid='Q1', epoch=2, batch='00000000000000000007', part=0, row=3, passed=())
         """
         body = {"v": 1, "q": self.qid, "e": self.epoch, "b": self.batch}
         body.update({"p": self.part, "r": self.row})
-        if self.passed is not None:
-            body["o"] = list(self.passed)
+        if self.passed:
+            body["o"] = [list(origin) for origin in self.passed]
         raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode("utf-8")
         return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
@@ -88,8 +90,7 @@ def decode_cursor(text: str, qid: str) -> Cursor:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         body = json.loads(raw.decode("utf-8"))
-        origin = body.get("o")
-        passed = None if origin is None else (int(origin[0]), int(origin[1]), int(origin[2]))
+        passed = tuple((int(e), int(p), int(r)) for e, p, r in body.get("o", []))
         cursor = Cursor(
             str(body["q"]),
             int(body["e"]),
@@ -98,7 +99,8 @@ def decode_cursor(text: str, qid: str) -> Cursor:
             int(body["r"]),
             passed,
         )
-        if body.get("v") != 1 or min(cursor.epoch, cursor.part, cursor.row, *passed or ()) < 0:
+        numbers = [cursor.epoch, cursor.part, cursor.row, *(n for o in passed for n in o)]
+        if body.get("v") != 1 or min(numbers) < 0 or not _BATCH.fullmatch(cursor.batch):
             raise ValueError("not a cursor of this version")
     except (binascii.Error, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResultCursorError(f"the cursor {text[:40]!r} is malformed ({exc})") from exc
@@ -125,7 +127,15 @@ def _batch_key(batch: str) -> tuple[int, int | str]:
     return (0, int(batch)) if batch.isdigit() else (1, batch)
 
 
-def _passed_ids(root: Path, batch: str, origin: tuple[int, int, int]) -> set[str]:
+def _passed_ids(root: Path, batch: str, origins: tuple[tuple[int, int, int], ...]) -> set[str]:
+    """The result ids a cursor passed in the cut-off copies ``origins`` of ``batch``."""
+    passed: set[str] = set()
+    for origin in origins:
+        passed |= _passed_in(root, batch, origin)
+    return passed
+
+
+def _passed_in(root: Path, batch: str, origin: tuple[int, int, int]) -> set[str]:
     """The result ids of ``batch`` before position ``origin`` (epoch, part, row) in that
     epoch's folder, whose batch a later epoch replayed (its parts stay where they are)."""
     epoch, last_part, last_row = origin
@@ -176,23 +186,24 @@ def _records_after(
     seen: set[str] = set()
     for folder, marker in visible_markers(root):
         epoch, batch = _epoch_of(folder), str(marker["batch"])
-        start_part, start_row, origin = 0, 0, None
+        start_part, start_row = 0, 0
+        origins: tuple[tuple[int, int, int], ...] = ()
         if after is not None:
             if _batch_key(batch) < _batch_key(after.batch):
                 continue
             if batch == after.batch:
                 if epoch == after.epoch:
-                    start_part, start_row, origin = after.part, after.row, after.passed
-                else:  # replayed by this epoch: skip what the cursor passed in the original
-                    origin = after.passed or (after.epoch, after.part, after.row)
-        skip = set() if origin is None else _passed_ids(root, batch, origin)
+                    start_part, start_row, origins = after.part, after.row, after.passed
+                else:  # replayed by this epoch: skip what the cursor passed in the copies
+                    origins = (*after.passed, (after.epoch, after.part, after.row))
+        skip = _passed_ids(root, batch, origins) if origins else set()
         for index, part in enumerate(marker["parts"]):
             if index < start_part:
                 continue
             for row, record in enumerate(part_records(folder / part["file"])):
                 if index == start_part and row < start_row:
                     continue
-                here = Cursor(qid, epoch, batch, index, row + 1, origin)
+                here = Cursor(qid, epoch, batch, index, row + 1, origins)
                 rid = str(record.get("result_id"))
                 if record.get("query") != qid or rid in skip or rid in seen:
                     yield None, here
