@@ -17,10 +17,10 @@ from xscl.connectors.spool import Spool
 def spool(tmp_path: Path) -> Path:
     folder = tmp_path / "spool"
     docs = [
-        Document("news", "n1", parse_ts("2026-01-01T10:00:00Z"), "<entry>1</entry>"),
+        Document("news", "n1", parse_ts("2026-01-01T10:00:00Z"), "<entry>k</entry>"),
         Document("vendor", "v1", parse_ts("2026-01-01T09:00:00Z"), "<item>1</item>"),
-        Document("news", "n2", parse_ts("2026-01-02T10:00:00Z"), "<entry>2</entry>"),
-        Document("news", "n3", parse_ts("2026-01-01T08:00:00Z"), "<entry>3</entry>"),
+        Document("news", "n2", parse_ts("2026-01-02T10:00:00Z"), "<entry>k</entry>"),
+        Document("news", "n3", parse_ts("2026-01-01T08:00:00Z"), "<entry>k</entry>"),
     ]
     with Spool(folder, sync=False) as writer:
         writer.append(docs)
@@ -67,3 +67,32 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["spool", "cat", str(tmp_path), "--since", "soon"]) == 2
     err = capsys.readouterr().err
     assert "is not a spool directory" in err and "XSCL-C003" in err and "Traceback" not in err
+
+
+def test_run_over_the_spool_history_equals_run_over_its_envelopes(
+    spool: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xscl run --spool DIR [--since TS]``: the same results as over the envelopes that
+    ``xscl spool cat`` prints, for the engine and the reference."""
+    queries = tmp_path / "q.xscl"
+    queries.write_text("Q1: news//entry->x FOLLOWED BY {x = y, 2d} news//entry->y;\n")
+    since = "2026-01-01T09:00:00Z"
+    assert main(["spool", "cat", str(spool), "--since", since]) == 0
+    envelopes = tmp_path / "docs.jsonl"
+    envelopes.write_text(capsys.readouterr().out)
+
+    def results(*source: str, engine: str = "local") -> list[str]:
+        output = tmp_path / f"out-{engine}-{len(source)}.jsonl"
+        options = ["--queries", str(queries), "--output", str(output), "--engine", engine]
+        assert main(["run", *options, *source]) == 0
+        return sorted(json.loads(line)["result_id"] for line in output.read_text().splitlines())
+
+    from_spool = results("--spool", str(spool), "--since", since)
+    assert from_spool == results("--input", str(envelopes))
+    assert from_spool == results("--spool", str(spool), "--since", since, engine="reference")
+    assert len(from_spool) == 1  # n1 then n2 (n3 is before --since)
+    assert len(results("--spool", str(spool))) == 3
+    assert (
+        main(["run", "--queries", str(queries), "--output", "x", "--input", "a", "--since", since])
+        == 2
+    )

@@ -100,6 +100,28 @@ def summarize(spool: Path) -> list[StreamSummary]:
     return [streams[name] for name in sorted(streams)]
 
 
+def selected(
+    spool: Path, *, streams: set[str] | None = None, since: int | None = None, start: int = 0
+) -> Iterator[Document]:
+    """The spool's committed documents from offset ``start`` in offset order (= arrival
+    order), of ``streams`` (None: all) with ts at or after ``since`` (None: any)."""
+    for _offset, doc in _records(spool, start):
+        if (streams and doc.stream not in streams) or (since is not None and doc.ts_micros < since):
+            continue
+        yield doc
+
+
+def write_envelopes(spool: Path, target: Path, since: int | None = None) -> int:
+    """The spool's documents (ts at or after ``since``) as a JSON Lines envelope file, in
+    arrival order (what ``xscl run --spool`` evaluates); how many."""
+    count = 0
+    with open(target, "w", encoding="utf-8") as handle:
+        for doc in selected(spool, since=since):
+            handle.write(envelope_line(doc) + "\n")
+            count += 1
+    return count
+
+
 def _no_spool(command: str, spool: Path) -> bool:
     if spool.is_dir():
         return False
@@ -148,16 +170,11 @@ def run_cat(args: argparse.Namespace) -> int:
         except XsclError as exc:
             print(f"xscl spool cat: --since: {exc}", file=sys.stderr)
             return 2
-    wanted = set(args.stream or ())
     printed = 0
     try:
-        for _offset, doc in _records(spool, args.start):
+        for doc in selected(spool, streams=set(args.stream or ()), since=since, start=args.start):
             if args.limit is not None and printed >= args.limit:
                 break
-            if (wanted and doc.stream not in wanted) or (
-                since is not None and doc.ts_micros < since
-            ):
-                continue
             print(envelope_line(doc))
             printed += 1
     except (OSError, XsclError) as exc:
