@@ -607,6 +607,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-A006": ErrorCode(ApiRequestError, "a query parameter is invalid"),
     "XSCL-A007": ErrorCode(ApiRequestError, "too many subscribe requests: retry later"),
     "XSCL-A008": ErrorCode(ApiRequestError, "the client token store cannot be read or written"),
+    "XSCL-A009": ErrorCode(ApiRequestError, "no such endpoint, or not with this method"),
     "XSCL-A010": ErrorCode(
         ResultCursorError, "a results cursor is malformed or belongs to another subscription"
     ),

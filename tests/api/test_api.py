@@ -100,6 +100,7 @@ def test_a_client_sees_and_changes_only_its_own_subscriptions(home: Home) -> Non
     assert event["owner"] == "alice"  # recorded with the subscription
     listed = home.call("GET", "/subscriptions").json()["subscriptions"]
     assert [s["id"] for s in listed] == ["A1", "A2"]
+    assert listed[0]["text"] == "A1: S//a->x\n    FOLLOWED BY {x=y, 1h} S//b->y"
     everything = home.call("GET", "/subscriptions", "root").json()["subscriptions"]
     assert [s["id"] for s in everything] == ["A1", "A2", "B1"]
     before = home.registry()
@@ -152,7 +153,8 @@ def test_bad_input_gets_a_coded_4xx_and_changes_nothing(tmp_path: Path) -> None:
         _refused(home.call("POST", post, content=body, headers=json_type), 400, "XSCL-A004")
     _refused(home.call("POST", post, content=b"Q2: S//\xff->x;"), 400, "XSCL-A004")
     for path in ("/subscriptions/..%2F..%2Fetc/results", "/subscriptions/../Q1"):
-        assert home.call("GET", path).status_code == 404
+        _refused(home.call("GET", path), 404, "XSCL-A009")
+    _refused(home.call("PUT", "/subscriptions/Q1"), 405, "XSCL-A009")
     _refused(home.call("DELETE", "/subscriptions/..Q1"), 404, "XSCL-A002")
     _refused(home.call("GET", "/subscriptions/Q1/results?limit=0"), 400, "XSCL-A006")
     _refused(home.call("GET", "/subscriptions/Q1/results?after=junk"), 400, "XSCL-A010")

@@ -30,6 +30,7 @@ from starlette.routing import Route
 from xscl.errors import ApiRequestError, ResultCursorError, SubscriptionError, XsclError
 from xscl.lang.ast import Query
 from xscl.lang.parser import parse_file
+from xscl.lang.printer import format_query
 from xscl.results.cursor import decode_cursor, invoke, page, query_window
 from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
@@ -50,6 +51,7 @@ _STATUS = {
     "XSCL-A006": 400,
     "XSCL-A007": 429,
     "XSCL-A008": 500,
+    "XSCL-A009": 404,
     "XSCL-A010": 400,
     "XSCL-S010": 422,
     "XSCL-S011": 409,
@@ -77,7 +79,8 @@ def error_body(error: XsclError) -> dict[str, Any]:
 
 
 def _refuse(error: XsclError) -> JSONResponse:
-    status = _STATUS.get(error.code, 400)
+    # a code without a status of its own: the environment failed (500) or the input (400)
+    status = _STATUS.get(error.code, 500 if isinstance(error, OSError) else 400)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(error_body(error), status_code=status, headers=headers)
 
@@ -182,13 +185,16 @@ class _Api:
 
     async def listing(self, request: Request) -> Response:
         client = self.client(request)
-        owners = await run_in_threadpool(self.log.owners)
-        mine = [
-            {"id": qid, "owner": owner}
-            for qid, owner in sorted(owners.items())
-            if client.admin or owner == client.name
-        ]
-        return JSONResponse({"subscriptions": mine})
+
+        def visible() -> list[dict[str, str]]:
+            owners, current = self.log.owners(), self.log.current()
+            return [
+                {"id": qid, "owner": owner, "text": format_query(current[qid])}
+                for qid, owner in sorted(owners.items())
+                if (client.admin or owner == client.name) and qid in current
+            ]
+
+        return JSONResponse({"subscriptions": await run_in_threadpool(visible)})
 
     async def unsubscribe(self, request: Request) -> Response:
         client = self.client(request)
@@ -316,6 +322,16 @@ def create_app(
         Route("/metrics", _guarded(api, api.metrics_text), methods=["GET"]),
         Route("/openapi.json", _guarded(api, api.openapi), methods=["GET"]),
     ]
-    app = Starlette(routes=routes)
+
+    async def unknown(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        error = ApiRequestError.from_code(
+            "XSCL-A009", f"no endpoint {request.method} {request.url.path[:100]}"
+        )
+        response = JSONResponse(error_body(error), status_code=status)
+        api.count(request, status)
+        return response
+
+    app = Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
     app.state.api = api
     return app

@@ -167,6 +167,7 @@ def openapi_document() -> dict[str, Any]:
                                 "properties": {
                                     "id": {"type": "string"},
                                     "owner": {"type": "string"},
+                                    "text": {"type": "string", "description": "the query"},
                                 },
                             },
                         }
