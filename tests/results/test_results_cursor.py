@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from xscl.connectors.document import parse_ts
+from xscl.connectors.document import format_ts, parse_ts
 from xscl.errors import ResultCursorError
 from xscl.lang.parser import parse_file
 from xscl.results.commit import StagedPart, commit_batch, open_epoch
 from xscl.results.cursor import Cursor, decode_cursor, invoke, page, query_window
-from xscl.results.read import read_results
+from xscl.results.read import read_results, visible_markers
+from xscl.results.window import ResultsWindow
 
 
 def _record(rid: str, query: str, ts: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
@@ -171,3 +172,41 @@ def test_a_forged_cursor_cannot_name_a_path(tmp_path: Path) -> None:
     forged = Cursor("Q1", 1, "../../etc", 0, 0).encode()
     with pytest.raises(ResultCursorError):
         decode_cursor(forged, "Q1")
+
+
+def test_the_results_structure_reads_each_part_once_and_agrees_with_invoke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ResultsWindow``: invoked as time goes on and batches arrive (across an epoch),
+    it answers as a full scan does, and reads each committed part once in all."""
+    import xscl.results.cursor as cursor_module
+
+    opened: list[Path] = []
+    reader = cursor_module.part_records
+
+    def counting(file: Path) -> Any:
+        opened.append(file)
+        return reader(file)
+
+    hour = 3600 * 10**6
+    start = parse_ts("2026-01-01T00:00:00Z")
+
+    def batch(number: int) -> list[list[dict[str, Any]]]:
+        ts = [format_ts(start + number * hour + i * hour // 2) for i in range(3)]
+        rows = [_record(f"{number}-{i}", "Q1", ts[i]) for i in range(3)]
+        return [rows[:2], rows[2:]]
+
+    folder = open_epoch(tmp_path, 1, -1)
+    structure = ResultsWindow(tmp_path, "Q1", 2 * hour)
+    for number in range(6):
+        if number == 3:
+            folder = open_epoch(tmp_path, 2, 2)
+        _commit(folder, number, batch(number))
+        now = start + (number + 1) * hour + hour // 4
+        with monkeypatch.context() as patch:
+            patch.setattr(cursor_module, "part_records", counting)
+            got = [r["result_id"] for r in structure.invoke(now)]
+        assert got == [r["result_id"] for r in invoke(tmp_path, "Q1", now, 2 * hour)]
+    assert got == ["4-1", "4-2", "5-0", "5-1", "5-2"]  # 4-0 (4 h) left the window at 6.25 h
+    parts = [f / part["file"] for f, m in visible_markers(tmp_path) for part in m["parts"]]
+    assert sorted(opened) == sorted(parts)  # each part once, over all six invocations

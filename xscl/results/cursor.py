@@ -227,16 +227,22 @@ def query_window(query: Query) -> int | None:
     return total
 
 
+def oldest_document(record: dict[str, Any]) -> int | None:
+    """The ts of a result record's oldest document (UTC microseconds); None when the
+    record names no document with a readable ts."""
+    try:
+        return min(parse_ts(doc["ts"]) for doc in record.get("docs", []))
+    except (TimestampError, KeyError, TypeError, ValueError):
+        return None
+
+
 def in_window(record: dict[str, Any], now: int, window: int | None) -> bool:
     """Whether every document of a result record lies within ``window`` before ``now``
     (microseconds; None: INF, every result)."""
     if window is None:
         return True
-    try:
-        oldest = min(parse_ts(doc["ts"]) for doc in record.get("docs", []))
-    except (TimestampError, KeyError, TypeError, ValueError):
-        return False
-    return oldest >= now - window
+    oldest = oldest_document(record)
+    return oldest is not None and oldest >= now - window
 
 
 def invoke(root: str | Path, qid: str, now: int, window: int | None) -> Iterator[dict[str, Any]]:

@@ -31,7 +31,8 @@ from xscl.errors import ApiRequestError, ResultCursorError, SubscriptionError, X
 from xscl.lang.ast import Query
 from xscl.lang.parser import parse_file
 from xscl.lang.printer import format_query
-from xscl.results.cursor import decode_cursor, invoke, page, query_window
+from xscl.results.cursor import decode_cursor, page, query_window
+from xscl.results.window import ResultsWindow
 from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
 from xscl.service.api.openapi import openapi_document
@@ -102,6 +103,8 @@ class _Api:
         #: one registry change at a time in this process: a subscribe checks the ids
         #: taken and then appends, and two requests must not both pass the check
         self.changing = threading.Lock()
+        #: the results structure of each subscription invoked (results.window)
+        self.windows: dict[tuple[str, int | None], ResultsWindow] = {}
 
     # ------------------------------------------------------------- helpers
     def client(self, request: Request) -> Client:
@@ -208,6 +211,8 @@ class _Api:
                 return self.log.unsubscribe([qid], owner=client.name)
 
         event = await run_in_threadpool(remove)
+        for key in [k for k in self.windows if k[0] in event.ids]:  # on the event loop only
+            del self.windows[key]
         self.metrics.add("xscl_api_unsubscribed_queries_total", len(event.ids))
         return JSONResponse({"ids": list(event.ids), "version": event.version})
 
@@ -228,10 +233,11 @@ class _Api:
         now = int(time.time() * 1_000_000)
         window = query_window(query)
 
-        def matching() -> list[dict[str, Any]]:
-            return list(invoke(self.results_root, qid, now, window))
-
-        records = await run_in_threadpool(matching)
+        key = (qid, window)
+        structure = self.windows.get(key)
+        if structure is None:
+            structure = self.windows.setdefault(key, ResultsWindow(self.results_root, qid, window))
+        records = await run_in_threadpool(structure.invoke, now)
         self.metrics.add("xscl_api_results_served_total", len(records))
         return JSONResponse(
             {
