@@ -274,3 +274,17 @@ def test_a_query_whose_published_stream_others_read_stays(home: Home) -> None:
     assert sorted(home.log.current()) == ["P1", "R1"]
     assert home.call("DELETE", "/subscriptions/R1").status_code == 200
     assert home.call("DELETE", "/subscriptions/P1").status_code == 200
+
+
+def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> None:
+    def check(text: str, who: str = "alice") -> Any:
+        return home.call("POST", "/check", who, content=text.encode("utf-8"))
+
+    assert check(f"K1: {JOIN}; K2: {JOIN};").json() == {"ids": ["K1", "K2"]}
+    body = _refused(check("K1: S//a->x\n  FOLLOWED BY {x=y, 1h} S//b->"), 422, "XSCL-S010")
+    assert (body["line"], body["errors"][0]["line"]) == (2, 2)
+    assert home.registry() == []
+    assert home.subscribe(f"K1: {JOIN};").status_code == 201
+    _refused(check(f"K1: {JOIN};", "bob"), 409, "XSCL-S011")
+    _refused(check(f"K3: {JOIN};", None), 401, "XSCL-A001")
+    assert home.registry() == [1]

@@ -145,6 +145,11 @@ class SubscriptionLog:
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
+        good = self.check(text, source=source)
+        return self._append("subscribe", [q.qid for q in good], text, source, owner)
+
+    def check(self, text: str, *, source: str) -> list[Query]:
+        """The queries ``subscribe`` would add, or its ``SubscriptionError``; writes nothing."""
         parsed = parse_file(text, source=source)
         good, invalid = validate_all(list(parsed.queries), text=text)
         errors = tuple(parsed.errors) + tuple(invalid)
@@ -168,7 +173,7 @@ class SubscriptionLog:
             check_publish_cycles([normalize(q) for q in publishing])
         except PublishCycleError as exc:
             raise SubscriptionError.from_code("XSCL-S013", exc.message) from exc
-        return self._append("subscribe", [q.qid for q in good], text, source, owner)
+        return good
 
     def unsubscribe(self, ids: Iterable[str], *, owner: str = "") -> SubscriptionEvent:
         """Append the removal of subscribed ``ids``; unknown ids raise, nothing written."""

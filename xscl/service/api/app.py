@@ -159,6 +159,17 @@ class _Api:
             text = body["text"]
         return text
 
+    async def queries_text(self, request: Request) -> str:
+        """The body's XSCL text, within the limit of queries per request."""
+        text = await self.body_text(request)
+        queries = parse_file(text, source="request").queries
+        if len(queries) > self.limits.max_queries:
+            raise ApiRequestError.from_code(
+                "XSCL-A005",
+                f"{len(queries)} queries, more than the limit of {self.limits.max_queries}",
+            )
+        return text
+
     def count(self, request: Request, status: int) -> None:
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
@@ -170,13 +181,7 @@ class _Api:
         if not self.rate.allow(client.name):
             self.metrics.add("xscl_api_rate_limited_total")
             raise ApiRequestError.from_code("XSCL-A007")
-        text = await self.body_text(request)
-        queries = parse_file(text, source="request").queries
-        if len(queries) > self.limits.max_queries:
-            raise ApiRequestError.from_code(
-                "XSCL-A005",
-                f"{len(queries)} queries, more than the limit of {self.limits.max_queries}",
-            )
+        text = await self.queries_text(request)
 
         def append() -> SubscriptionEvent:
             with self.changing:
@@ -185,6 +190,13 @@ class _Api:
         event = await run_in_threadpool(append)
         self.metrics.add("xscl_api_subscribed_queries_total", len(event.ids))
         return JSONResponse({"ids": list(event.ids), "version": event.version}, 201)
+
+    async def check(self, request: Request) -> Response:
+        """What ``subscribe`` would answer, changing nothing (a page checks as one types)."""
+        client = self.client(request)
+        text = await self.queries_text(request)
+        good = await run_in_threadpool(self.log.check, text, source=f"api:{client.name}")
+        return JSONResponse({"ids": [query.qid for query in good]})
 
     async def listing(self, request: Request) -> Response:
         client = self.client(request)
@@ -324,6 +336,7 @@ def create_app(
         Route("/subscriptions/{qid}/results", _guarded(api, api.results), methods=["GET"]),
         Route("/subscriptions/{qid}/invoke", _guarded(api, api.invoke), methods=["GET"]),
         Route("/subscriptions/{qid}/feed.atom", _guarded(api, api.feed), methods=["GET"]),
+        Route("/check", _guarded(api, api.check), methods=["POST"]),
         Route("/health", _guarded(api, api.health), methods=["GET"]),
         Route("/metrics", _guarded(api, api.metrics_text), methods=["GET"]),
         Route("/openapi.json", _guarded(api, api.openapi), methods=["GET"]),

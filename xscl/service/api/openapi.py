@@ -121,6 +121,25 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/check": {
+                "post": {
+                    "summary": "Check XSCL text as POST /subscriptions would; subscribe nothing",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "text/plain": {"schema": {"type": "string"}},
+                            "application/json": {"schema": _ref("SubscribeBody")},
+                        },
+                    },
+                    "responses": {
+                        "200": _json(_ref("Event"), "it would subscribe these ids"),
+                        "409": _ERROR,
+                        "413": _ERROR,
+                        "422": _ERROR,
+                        **refusals,
+                    },
+                }
+            },
             "/health": {
                 "get": {
                     "summary": "Whether the API is up, and the registry's newest event",
