@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,12 +23,13 @@ from xscl.results.commit import StagedPart, commit_batch, open_epoch
 from xscl.results.read import read_results
 from xscl.service.api.app import create_app
 from xscl.service.api.limits import Limits
-from xscl.service.api.openapi import openapi_text
+from xscl.service.api.openapi import openapi_document, openapi_text
 from xscl.service.api.tokens import TokenStore, tokens_path
 from xscl.service.subscriptions import SubscriptionLog
 
 ROOT = Path(__file__).resolve().parents[2]
 JOIN = "S//a->x FOLLOWED BY {x=y, 1h} S//b->y"
+PAGE = ("/", "/page.js", "/page.css")
 
 
 class Home:
@@ -255,7 +257,7 @@ def test_feed_health_metrics_and_the_openapi_document(home: Home) -> None:
         "docs/openapi.json is out of date: python -m xscl.service.api.openapi > docs/openapi.json"
     )
     paths = set(served["paths"])
-    routes = {r.path for r in home.client.app.routes} - {"/openapi.json"}  # type: ignore[attr-defined]
+    routes = {r.path for r in home.client.app.routes} - {"/openapi.json", *PAGE}  # type: ignore[attr-defined]
     assert paths == routes
 
 
@@ -288,3 +290,19 @@ def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> Non
     _refused(check(f"K1: {JOIN};", "bob"), 409, "XSCL-S011")
     _refused(check(f"K3: {JOIN};", None), 401, "XSCL-A001")
     assert home.registry() == [1]
+
+
+def test_the_page_is_served_without_data_and_calls_only_the_api(home: Home) -> None:
+    """The page's files (no browser here: what a browser gets, and that the script uses
+    only endpoints of the OpenAPI document and sets server text as text)."""
+    for path in PAGE:
+        response = home.call("GET", path, None)
+        assert response.status_code == 200
+        assert response.headers["content-security-policy"].startswith("default-src 'self'")
+    page = home.call("GET", "/", None).text
+    assert '<script src="page.js" defer></script>' in page and "<script>" not in page
+    script = home.call("GET", "/page.js", None).text
+    assert "innerHTML" not in script
+    called = set(re.findall(r'call\("(?:GET|POST|DELETE)", "([a-z]+)', script))
+    assert called == {"subscriptions", "check"}
+    assert {f"/{name}" for name in called} <= set(openapi_document()["paths"])

@@ -36,6 +36,7 @@ from xscl.results.window import ResultsWindow
 from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
 from xscl.service.api.openapi import openapi_document
+from xscl.service.api.page import page_routes
 from xscl.service.api.tokens import Client, TokenStore
 from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog, publish_readers
 
@@ -340,6 +341,7 @@ def create_app(
         Route("/health", _guarded(api, api.health), methods=["GET"]),
         Route("/metrics", _guarded(api, api.metrics_text), methods=["GET"]),
         Route("/openapi.json", _guarded(api, api.openapi), methods=["GET"]),
+        *page_routes(),
     ]
 
     async def unknown(request: Request, exc: Exception) -> Response:
