@@ -5,52 +5,23 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import httpx
 
+from tests.api.server import free_port, start_api
 from xscl.service.api.tokens import TokenStore
 from xscl.service.subscriptions import SubscriptionLog
 
-ROOT = Path(__file__).resolve().parents[2]
 JOIN = "S//a->x FOLLOWED BY {x=y, 1h} S//b->y"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _start(home: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "xscl", "api", "--home", str(home), "--port", str(port)]
-    server = subprocess.Popen(
-        [*command, "--subscribe-burst", "100000"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    server.kill()
-    raise AssertionError("xscl api did not start")
 
 
 def test_kill_9_mid_requests_loses_nothing_acknowledged(tmp_path: Path) -> None:
     token = TokenStore(tmp_path).create("alice")
-    port = _free_port()
-    server = _start(tmp_path, port)
+    port = free_port()
+    server = start_api(tmp_path, port)
     acknowledged: list[str] = []
     refused: list[str] = []
     stop = threading.Event()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_api_kill import _free_port, _start
+from tests.api.server import free_port, start_api
 from xscl.service.api.tokens import TokenStore
 from xscl.service.subscriptions import SubscriptionLog
 
@@ -23,8 +23,8 @@ SCRIPT = HERE.parents[1] / "xscl" / "service" / "api" / "static" / "page.js"
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_the_page_script_against_a_real_server(tmp_path: Path) -> None:
     token = TokenStore(tmp_path).create("alice")
-    port = _free_port()
-    server = _start(tmp_path, port)
+    port = free_port()
+    server = start_api(tmp_path, port)
     try:
         run = subprocess.run(
             ["node", str(HERE / "page_harness.js"), f"http://127.0.0.1:{port}", token, str(SCRIPT)],
