@@ -128,7 +128,7 @@ install_package() {  # $1 = extras spec, e.g. "" or "[dev]"
 case "$mode" in
   demo)
     ensure_venv
-    install_package ""
+    install_package "[api]"
     ensure_java
     exec "$venv/bin/python" -m xscl.demo
     ;;

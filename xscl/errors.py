@@ -5,8 +5,9 @@ Modelled on elementpath's ``exceptions`` module:
 * ``XsclError`` is the root; each error carries a stable ``code`` (``XSCL-`` and a
   family letter: ``P`` syntax, ``V`` validation, ``C`` connectors and document
   envelopes, ``X`` documents and definitions Stage 1 refuses, ``R`` documents
-  rejected for when they came, ``S`` the Spark job; ``CEL-`` and ``P``, ``V``, ``E``
-  input events, ``S`` subscriptions, for the event language), a ``message``, and where it
+  rejected for when they came, ``S`` the Spark job, ``A`` the subscription API;
+  ``CEL-`` and ``P``, ``V``, ``E`` input events, ``S`` subscriptions, for the event
+  language), a ``message``, and where it
   was found when that is known: ``source`` (a file or URL), ``qid``, ``line`` and
   ``column`` (1-based), an ``excerpt`` with a caret, what was ``expected``;
 * every class also subclasses the builtin a caller would catch (``SyntaxError``,
@@ -436,6 +437,18 @@ class SubscriptionError(_CarriesErrors, ValueError):
     """
 
 
+class ResultCursorError(XsclError, ValueError):
+    """A results cursor that is not one this service issued for the subscription it is
+    used with (``XSCL-A010``, ``xscl.results.cursor``)."""
+
+    default_code = "XSCL-A010"
+
+
+class ApiRequestError(XsclError, ValueError):
+    """A request the subscription API refuses, changing nothing (``XSCL-A0xx``,
+    ``xscl.service.api``): a bad token, an unknown id, a body too large or malformed."""
+
+
 # -- CEL input events (xscl.events) ---------------------------------------------------
 
 
@@ -569,6 +582,10 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-S016": ErrorCode(
         NoSubscriptionsError, "the job's registry holds no subscribed query (all unsubscribed)"
     ),
+    "XSCL-S017": ErrorCode(
+        SubscriptionError,
+        "an unsubscribed query PUBLISHes a stream that other subscribed queries read",
+    ),
     "XSCL-S020": ErrorCode(
         LeaseLostError, "this instance lost the job's lease to a newer epoch and stops (fenced)"
     ),
@@ -578,6 +595,21 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "XSCL-S023": ErrorCode(
         OutputWriteError, "the job's results folder cannot be written (full, read-only, gone)"
+    ),
+    # The subscription API (xscl api) and the results it serves.
+    "XSCL-A001": ErrorCode(ApiRequestError, "no valid client token (missing, unknown or forged)"),
+    "XSCL-A002": ErrorCode(
+        ApiRequestError, "no such subscription (unknown, or another client's), or a bad id"
+    ),
+    "XSCL-A003": ErrorCode(ApiRequestError, "the request body is too large"),
+    "XSCL-A004": ErrorCode(ApiRequestError, "the request body is not UTF-8 or not valid JSON"),
+    "XSCL-A005": ErrorCode(ApiRequestError, "too many queries in one request"),
+    "XSCL-A006": ErrorCode(ApiRequestError, "a query parameter is invalid"),
+    "XSCL-A007": ErrorCode(ApiRequestError, "too many subscribe requests: retry later"),
+    "XSCL-A008": ErrorCode(ApiRequestError, "the client token store cannot be read or written"),
+    "XSCL-A009": ErrorCode(ApiRequestError, "no such endpoint, or not with this method"),
+    "XSCL-A010": ErrorCode(
+        ResultCursorError, "a results cursor is malformed or belongs to another subscription"
     ),
     # CEL (docs/cel.md section 7): a query of the event language that does not parse.
     "CEL-P001": ErrorCode(XsclSyntaxError, "unexpected character"),
@@ -677,6 +709,7 @@ _FAMILIES = (
     ("XSCL-X", "Documents and definitions Stage 1 refuses"),
     ("XSCL-R", "Documents rejected for when they came"),
     ("XSCL-S", "The Spark job"),
+    ("XSCL-A", "The subscription API (xscl api) and the results it serves"),
     ("CEL-P", "CEL syntax: an event query that does not parse (docs/cel.md)"),
     ("CEL-V", "CEL validation: an event query that breaks a rule of CEL (docs/cel.md)"),
     ("CEL-E", "CEL input events: refused, dead-lettered (docs/cel.md)"),

@@ -27,6 +27,7 @@ from tests.deploy.chartkit import (
     NAMESPACE,
     RELEASE,
     Manifest,
+    kinds,
     load_script,
     only,
     profile,
@@ -222,3 +223,28 @@ def _get(url: str) -> Any:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def test_the_api_runs_xscl_api_with_the_tokens_from_its_secret(tmp_path: Path) -> None:
+    """api.enabled: a Deployment running `xscl api` (options parsed by xscl), a Service, and
+    a Secret whose tokens.json the API reads as its token store."""
+    objects = render_profile("production")
+    api = container(only(objects, "Deployment", "-api"))
+    assert api["command"][-2:] == ["xscl", "api"]
+    args = parse(xscl_parser(), ["api", *api["args"]])
+    assert (args.home, args.name, args.host) == ("/var/lib/xscl", "news-watch", "0.0.0.0")
+    assert (args.max_query_bytes, args.subscribe_rate) == (32768, 1.0)
+    mount = next(m for m in api["volumeMounts"] if m["name"] == "api-tokens")
+    assert mount["readOnly"] and args.tokens == f"{mount['mountPath']}/tokens.json"
+    assert only(objects, "Service", "-api")["spec"]["ports"][0]["port"] == 8080
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(only(objects, "Secret", "-api-tokens")["stringData"]["tokens.json"])
+    from xscl.service.api.tokens import TokenStore
+
+    store = TokenStore(tmp_path / "home", tokens)  # ci/production-values.yaml: alice's hash
+    assert store.lookup("xscl_5o7Mnr4u_iJU8tjySan003tsyqOsnxasio0sCm42p5I").name == "alice"
+    assert not [o for o in render_profile("default") if "-api" in o["metadata"]["name"]]
+    existing = render({"api": {"enabled": True, "existingSecret": "my-tokens"}})
+    assert "Secret" not in kinds(existing)
+    volumes = only(existing, "Deployment", "-api")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "api-tokens", "secret": {"secretName": "my-tokens"}} in volumes

@@ -30,8 +30,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: Debian releases whose archive has openjdk-17-jre-headless (trixie moved on to 21)
 JAVA17_RELEASES = {"bullseye", "bookworm"}
 #: The extras the image installs: k8s, the client of `xscl serve --lease kubernetes`
-#: (the chart's process pair)
-IMAGE_EXTRAS = "k8s"
+#: (the chart's process pair), and api, `xscl api` (the chart's API Deployment)
+IMAGE_EXTRAS = "k8s,api"
 
 
 def instructions(text: str) -> list[tuple[str, str]]:

@@ -25,6 +25,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "xscl.cli.poll",
     "xscl.cli.serve",
     "xscl.cli.subscribe",
+    "xscl.cli.api",
+    "xscl.cli.spool",
     "xscl.cli.status",
     "xscl.cli.templates_cmd",
     "xscl.cli.cel",
@@ -40,8 +42,10 @@ Typical session:
   xscl run --queries Q.xscl --input docs.jsonl --output results.jsonl
                                           evaluate a batch of documents
   xscl poll --spool spool/ feeds/         ingest RSS/Atom feeds into the durable spool
+  xscl spool ls|cat spool/                what the spool holds, per stream and time range
   xscl serve --queries Q.xscl --home H    run them continuously (Spark), results under H
   xscl subscribe MORE.xscl --home H       add queries to the running job (unsubscribe ID)
+  xscl api --home H                       the subscription HTTP API beside the job
   xscl status --home H                    its primary, standbys, last batch, lag, results
   xscl cel check|run ...                  CEL event queries over relational events (docs/cel.md)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from xscl.cli.common import (
     print_errors,
     unwritable_file,
 )
-from xscl.errors import XsclSyntaxError
+from xscl.cli.spool import write_envelopes
+from xscl.connectors.document import parse_ts
+from xscl.errors import XsclError, XsclSyntaxError
 
 #: Engine name -> module exposing ``run_batch(queries, input_path, output_path, *,
 #: allowed_lateness_micros)`` that returns a summary with ``results``,
@@ -39,11 +42,12 @@ ENGINES: dict[str, str] = {
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="evaluate queries over a JSONL file of documents",
+        help="evaluate queries over a JSONL file of documents, or a spool's history",
         description=(
             "Evaluate every query of --queries over the documents of --input (JSON Lines "
             "envelopes {stream, docid, ts, xml}; file order = arrival order) and write the "
-            "complete result set to --output (one JSON result record per line). Malformed "
+            "complete result set to --output (one JSON result record per line); or over a "
+            "durable spool's documents (--spool, from --since on: a backfill). Malformed "
             "documents go to OUTPUT's .deadletter.jsonl sibling and do not fail the run."
         ),
         epilog=(
@@ -58,8 +62,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--queries", required=True, metavar="FILE.xscl", help="the query file (docs/language.md)"
     )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="DOCS.jsonl", help="document envelopes, one per line")
+    source.add_argument(
+        "--spool",
+        metavar="DIR",
+        help="a durable spool's documents instead (its history; offset order = arrival order)",
+    )
     parser.add_argument(
-        "--input", required=True, metavar="DOCS.jsonl", help="document envelopes, one per line"
+        "--since",
+        metavar="TS",
+        help="with --spool: only documents with ts at or after TS (RFC 3339)",
     )
     parser.add_argument(
         "--output",
@@ -90,7 +103,21 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"xscl run: --allowed-lateness: {exc}", file=sys.stderr)
             return 2
-    if not Path(args.input).is_file():
+    since: int | None = None
+    if args.since is not None:
+        if args.spool is None:
+            print("xscl run: --since needs --spool", file=sys.stderr)
+            return 2
+        try:
+            since = parse_ts(args.since)
+        except XsclError as exc:
+            print(f"xscl run: --since: {exc}", file=sys.stderr)
+            return 2
+    if args.spool is not None:
+        if not Path(args.spool).is_dir():
+            print(f"xscl run: no such spool directory: {args.spool}", file=sys.stderr)
+            return 2
+    elif not Path(args.input).is_file():
         print(f"xscl run: no such input file: {args.input}", file=sys.stderr)
         return 2
     try:
@@ -108,12 +135,18 @@ def run(args: argparse.Namespace) -> int:
         return 1
     engine: Any = importlib.import_module(ENGINES[args.engine])
     started = time.perf_counter()
+    what = f"--spool {args.spool}" if args.spool is not None else f"--input {args.input}"
     try:
-        summary = engine.run_batch(
-            list(loaded.queries), args.input, args.output, allowed_lateness_micros=lateness
-        )
-    except OSError as exc:  # e.g. the disk filled up, or the folder changed meanwhile
-        print(f"xscl run: I/O error: {os_error_reason(exc)} (--input {args.input}, "
+        with tempfile.TemporaryDirectory(prefix="xscl-run-") as scratch:
+            documents = args.input
+            if args.spool is not None:  # the spool's history as envelopes, in arrival order
+                documents = str(Path(scratch) / "spool.jsonl")
+                write_envelopes(Path(args.spool), Path(documents), since)
+            summary = engine.run_batch(
+                list(loaded.queries), documents, args.output, allowed_lateness_micros=lateness
+            )
+    except OSError as exc:  # the disk filled up meanwhile, or the spool is corrupt
+        print(f"xscl run: I/O error: {os_error_reason(exc)} ({what}, "
               f"--output {args.output})", file=sys.stderr)  # fmt: skip
         return 1
     elapsed = time.perf_counter() - started

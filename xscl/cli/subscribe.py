@@ -16,14 +16,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xscl.cli.common import cannot_read, os_error_reason, unwritable_folder
 from xscl.cli.job_args import DEFAULT_NAME
 from xscl.errors import XsclSyntaxError
-from xscl.lang.ast import Query
 from xscl.lang.source import read_source
 
 if TYPE_CHECKING:
@@ -113,7 +112,7 @@ def _warn_unmatched(log: SubscriptionLog, ids: Sequence[str], spool: Path) -> No
 
 def run_unsubscribe(args: argparse.Namespace) -> int:
     from xscl.errors import SubscriptionError
-    from xscl.service.subscriptions import SubscriptionLog
+    from xscl.service.subscriptions import SubscriptionLog, publish_readers
 
     log = SubscriptionLog(Path(args.home) / "registry" / args.name)
     try:
@@ -131,38 +130,6 @@ def run_unsubscribe(args: argparse.Namespace) -> int:
         return 1
     print(f"unsubscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
     return 0
-
-
-def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:
-    """Why removing ``ids`` would leave readers of their PUBLISHed streams; None if it won't.
-
-    A reader is a subscribed query, not among ``ids``, with a block on a stream
-    that one of ``ids`` PUBLISHes (other publishers of that stream notwithstanding:
-    the readers' input would change under them).
-    """
-    removing = set(ids)
-    problems: list[str] = []
-    readers_all: list[str] = []
-    for qid in dict.fromkeys(ids):
-        query = current.get(qid)
-        if query is None or query.publish is None:
-            continue
-        stream = query.publish
-        readers = sorted(
-            other
-            for other, q in current.items()
-            if other not in removing and any(b.stream == stream for b in q.blocks)
-        )
-        if readers:
-            problems.append(f"{qid} publishes stream {stream!r}, read by {', '.join(readers)}")
-            readers_all.extend(r for r in readers if r not in readers_all)
-    if not problems:
-        return None
-    together = " ".join([*dict.fromkeys(ids), *readers_all])
-    return (
-        f"{'; '.join(problems)}: unsubscribe the readers too "
-        f"('xscl unsubscribe {together}'), or pass --force to leave them without that input"
-    )
 
 
 def _cannot_write(command: str, home: str, folder: Path, exc: OSError) -> None:

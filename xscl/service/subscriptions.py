@@ -4,7 +4,8 @@
 A job named NAME under ``--home HOME`` keeps its subscriptions in
 ``HOME/registry/NAME/``, an append-only log of numbered event files written
 atomically (``00000001.json``, ...), each a subscribe (the query file's text and
-the ids taken from it) or an unsubscribe (ids). ``xscl subscribe`` /
+the ids taken from it) or an unsubscribe (ids), with the API client that wrote it
+(``owner``, absent from the command line's events). ``xscl subscribe`` /
 ``xscl unsubscribe`` append events while the job runs; the job reads the log at
 the start of every micro-batch and applies the new events before that batch's
 documents, so a change takes effect within one micro-batch, without a restart
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -61,6 +62,9 @@ class SubscriptionEvent:
     ids: tuple[str, ...]
     text: str
     source: str
+    #: the API client that wrote the event (``xscl api``); "" from the command line
+    #: and in events written before owners were recorded
+    owner: str = ""
 
     def queries(self) -> list[Query]:
         """The subscribed queries (in file order); empty for an unsubscribe."""
@@ -103,6 +107,7 @@ class SubscriptionLog:
                 tuple(str(i) for i in data["ids"]),
                 str(data.get("text", "")),
                 str(data.get("source", "")),
+                str(data.get("owner", "")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -123,12 +128,28 @@ class SubscriptionLog:
         return queries
 
     # ---------------------------------------------------------------- writing
-    def subscribe(self, text: str, *, source: str) -> SubscriptionEvent:
+    def owners(self) -> dict[str, str]:
+        """The owner of each subscribed query (its subscribe event's owner), by id."""
+        owners: dict[str, str] = {}
+        for event in self.events():
+            for qid in event.ids:
+                if event.op == "subscribe":
+                    owners[qid] = event.owner
+                else:
+                    owners.pop(qid, None)
+        return owners
+
+    def subscribe(self, text: str, *, source: str, owner: str = "") -> SubscriptionEvent:
         """Validate a query file against the current subscriptions and append it.
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
+        good = self.check(text, source=source)
+        return self._append("subscribe", [q.qid for q in good], text, source, owner)
+
+    def check(self, text: str, *, source: str) -> list[Query]:
+        """The queries ``subscribe`` would add, or its ``SubscriptionError``; writes nothing."""
         parsed = parse_file(text, source=source)
         good, invalid = validate_all(list(parsed.queries), text=text)
         errors = tuple(parsed.errors) + tuple(invalid)
@@ -152,18 +173,20 @@ class SubscriptionLog:
             check_publish_cycles([normalize(q) for q in publishing])
         except PublishCycleError as exc:
             raise SubscriptionError.from_code("XSCL-S013", exc.message) from exc
-        return self._append("subscribe", [q.qid for q in good], text, source)
+        return good
 
-    def unsubscribe(self, ids: Iterable[str]) -> SubscriptionEvent:
+    def unsubscribe(self, ids: Iterable[str], *, owner: str = "") -> SubscriptionEvent:
         """Append the removal of subscribed ``ids``; unknown ids raise, nothing written."""
         wanted = list(dict.fromkeys(ids))
         current = self.current()
         unknown = [i for i in wanted if i not in current]
         if unknown:
             raise SubscriptionError.from_code("XSCL-S012", f"not subscribed: {', '.join(unknown)}")
-        return self._append("unsubscribe", wanted, "", "")
+        return self._append("unsubscribe", wanted, "", "", owner)
 
-    def _append(self, op: str, ids: list[str], text: str, source: str) -> SubscriptionEvent:
+    def _append(
+        self, op: str, ids: list[str], text: str, source: str, owner: str = ""
+    ) -> SubscriptionEvent:
         """Write the next event file atomically; concurrent writers get distinct numbers."""
         self.folder.mkdir(parents=True, exist_ok=True)
         while True:
@@ -174,6 +197,7 @@ class SubscriptionLog:
                 "ids": ids,
                 "text": text,
                 "source": source,
+                **({"owner": owner} if owner else {}),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -246,3 +270,35 @@ def apply_event(
 def describe(event: SubscriptionEvent) -> dict[str, Any]:
     """A JSON-able summary of an event (what ``xscl subscribe`` prints)."""
     return {"version": event.version, "op": event.op, "ids": list(event.ids)}
+
+
+def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:
+    """Why removing ``ids`` would leave readers of their PUBLISHed streams; None if it won't.
+
+    A reader is a subscribed query, not among ``ids``, with a block on a stream
+    that one of ``ids`` PUBLISHes (other publishers of that stream notwithstanding:
+    the readers' input would change under them).
+    """
+    removing = set(ids)
+    problems: list[str] = []
+    readers_all: list[str] = []
+    for qid in dict.fromkeys(ids):
+        query = current.get(qid)
+        if query is None or query.publish is None:
+            continue
+        stream = query.publish
+        readers = sorted(
+            other
+            for other, q in current.items()
+            if other not in removing and any(b.stream == stream for b in q.blocks)
+        )
+        if readers:
+            problems.append(f"{qid} publishes stream {stream!r}, read by {', '.join(readers)}")
+            readers_all.extend(r for r in readers if r not in readers_all)
+    if not problems:
+        return None
+    together = " ".join([*dict.fromkeys(ids), *readers_all])
+    return (
+        f"{'; '.join(problems)}: unsubscribe the readers too "
+        f"('xscl unsubscribe {together}'), or pass --force to leave them without that input"
+    )

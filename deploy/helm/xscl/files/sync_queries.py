@@ -28,7 +28,7 @@ from pathlib import Path
 
 from xscl.cli.common import load_queries, print_errors
 from xscl.cli.job_args import DEFAULT_NAME
-from xscl.cli.subscribe import publish_readers
+from xscl.service.subscriptions import publish_readers
 from xscl.lang.ast import Query
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import registry_text
