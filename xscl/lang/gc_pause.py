@@ -71,12 +71,20 @@ def registering_frozen(queries: int, *, collect_first: bool = False) -> Iterator
     >>> gc.unfreeze()
     """
     large = queries >= GC_PAUSE_QUERIES
-    with gc_paused(large):
+    was_enabled = gc.isenabled()
+    if large and was_enabled:
+        gc.disable()
+    try:
         yield
-    if large:
-        if collect_first:
-            gc.collect()
-        gc.freeze()
+        if large:
+            if collect_first:
+                gc.collect()
+            # before the collector is on again: its first young collection would walk
+            # every new object once more
+            gc.freeze()
+    finally:
+        if large and was_enabled:
+            gc.enable()
 
 
 @contextmanager
