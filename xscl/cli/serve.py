@@ -196,8 +196,6 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-
-
 def _warn_unmatched(args: argparse.Namespace, text: str) -> None:
     """Warn about the queries of ``text`` (--queries) that cannot match the spool,
     before Spark starts (``cli.unmatched``); a large file is not parsed twice."""
