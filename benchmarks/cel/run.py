@@ -199,7 +199,7 @@ def measure(
         if processed % 10 == 0 and time.process_time() - started - sampled > args.seconds:
             break
     elapsed = time.process_time() - started - sampled
-    return Row(
+    row = Row(
         template,
         size,
         config,
@@ -211,6 +211,8 @@ def measure(
         len(engine.network.states()),
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
+    engine.close()  # its frozen subscriptions back to the collector: the next size's
+    return row  # gc.collect() reclaims this engine
 
 
 def reference_row(template: str, size: int, events: list[Event], seed: int) -> Row:

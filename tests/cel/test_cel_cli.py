@@ -93,6 +93,39 @@ def test_run_refuses_invalid_queries_and_writes_nothing(
     assert main([*args, "--output", str(out), "--reorder-slack", "soon"]) == 2
 
 
+@pytest.mark.parametrize("engine", ["local", "reference"])
+def test_a_bad_query_never_affects_the_others(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: one file, two bad queries among the good ones of stocks.cel: each bad
+    one's coded error with its line and column, the results of the others equal to the
+    reference's on those alone, and exit 2 (as ``xscl cel check`` of the same file)."""
+    good = (EXAMPLES / "stocks.cel").read_text()
+    head, tail = good.split("-- Example 14")
+    line = head.count("\n") + 1
+    mixed = tmp_path / "mixed.cel"
+    mixed.write_text(
+        head + "broken: SELECT Price AS FROM Stock;\nnowhere: FROM Nowhere;\n-- Example 14" + tail
+    )
+    events = str(EXAMPLES / "stocks.jsonl")
+    alone = tmp_path / "alone.jsonl"
+    args = ["cel", "run", "--input", events, "--output", str(alone), "--engine", "reference"]
+    assert main([*args, "--queries", str(EXAMPLES / "stocks.cel")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "mixed.jsonl"
+    args = ["cel", "run", "--input", events, "--output", str(out), "--engine", engine]
+    assert main([*args, "--queries", str(mixed)]) == 2
+    err = capsys.readouterr().err
+    assert f"{mixed}:broken:{line}:25: CEL-P010 " in err
+    assert f"{mixed}:nowhere:{line + 1}:15: CEL-V004 " in err
+    assert "2 error(s) above" in err and "Traceback" not in err
+    assert out.read_text() == alone.read_text()
+    assert {json.loads(r)["query"] for r in out.read_text().splitlines()} == {
+        "ibm", "ibm_then_msft", "fall_then_rise", "rising"
+    }  # fmt: skip
+    assert main(["cel", "check", str(mixed)]) == 2
+
+
 def test_explain_prints_the_merged_automaton(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cel", "explain", str(EXAMPLES / "stocks.cel")]) == 0
     merged = capsys.readouterr().out

@@ -129,6 +129,13 @@ def test_durations_are_microseconds_whatever_the_unit() -> None:
     assert duration("1.5h") == duration("90 MIN") == 5_400_000_000
     assert duration("2 days") == duration("48h")
     assert duration("1us") == 1 and duration("1.5ms") == 1_500
+    # the thesis's words (issue 38): singular and plural, any case
+    assert duration("52 weeks") == duration("364 days") == duration("52Weeks") == 364 * 86_400e6
+    assert duration("1 Week") == duration("7 DAYS") == duration("1 day") * 7
+    assert duration("3 HOURS") == duration("3 hour") == duration("180 minutes") == duration("3h")
+    assert duration("1 Minute") == duration("60 seconds") == duration("60 Second") == duration("1m")
+    assert duration("2 mins") == duration("120 secs") == duration("120 sec")
+    assert duration("1 millisecond") == duration("1000 microseconds") == 1_000
 
 
 def test_union_binds_loosest_and_next_associates_left() -> None:

@@ -565,6 +565,33 @@ def test_serve_reports_bad_cel_queries_before_spark(
     assert "CEL-V001" in err and "Traceback" not in err
 
 
+def test_serve_runs_the_valid_cel_queries_and_exits_2(
+    tmp_path: Path, no_spark: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: a CEL file with a bad query among good ones: the bad one's coded error,
+    the job runs with the others (they are compiled from the file on the executors,
+    invalid ones left out), and ends with exit 2."""
+    from xscl.cli.common import load_queries
+    from xscl.events.from_xscl import xscl_catalog
+    from xscl.spark_plugin.cel.program import job_queries
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "cel"
+    mixed = tmp_path / "mixed.cel"
+    bad = "x: FROM same_author_pairs NEXT{$2.nope = $1.a} same_author_pairs"
+    text = (examples / "crosspost.cel").read_text() + ";\n" + bad
+    mixed.write_text(text)
+    queries = examples / "crosspost.xscl"
+    code = _serve(tmp_path / "home", "--queries", str(queries), "--cel-queries", str(mixed))
+    err = capsys.readouterr().err
+    assert code == 2 and no_spark, err
+    assert f"{mixed}:x:9:32: CEL-V001 unknown attribute $2.nope" in err
+    assert "Traceback" not in err
+    assert "the other 2 run" in err
+    catalog = xscl_catalog(list(load_queries(str(queries)).queries))
+    ran = job_queries(text, json.dumps(catalog)).program.queries
+    assert [q.qid for q in ran] == ["three_posts", "runs"]
+
+
 # -- a failure of the XPath library is a coded error of one query ----------------------
 
 _LIBRARY_FAILS = "Q1: S/d[true()];\nBAD: S/d[count(empty-sequence()) >= 0];\nQ3: S/d;\n"

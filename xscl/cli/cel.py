@@ -2,9 +2,12 @@
 
 ``check`` parses and validates a CEL file (exit 0 when every query is valid,
 else 2); ``explain`` prints the merged automaton of its valid queries (and
-their errors, exit 2 if any). ``run`` is the batch contract of ``xscl run`` for events: invalid
-queries or usage errors print every error, write nothing and exit 2; an
-``--output`` that cannot be written is said in one line before the run (exit 1).
+their errors, exit 2 if any). ``run`` is the batch contract of ``xscl run`` for events,
+except that a bad query never affects the others (docs/cel.md 7): every rejected
+query's error is printed, the valid queries run and their results are written,
+and the exit code is 2 (``EXIT_REJECTED``, the code of ``check`` for the same
+file). A file without a valid query, or a usage error, writes nothing (exit 2);
+an ``--output`` that cannot be written is said in one line before the run (exit 1).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 
 from xscl.cli.common import (
+    EXIT_REJECTED,
     by_position,
     cannot_read,
     os_error_reason,
@@ -77,7 +81,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Evaluate every query of --queries over the events of --input (JSON Lines "
             "envelopes {stream, start, end, attrs}) and write every result to --output "
             "(JSON Lines records {query, stream, start, end, attrs, id}). Bad lines go to "
-            "OUTPUT's .deadletter.jsonl sibling and do not fail the run."
+            "OUTPUT's .deadletter.jsonl sibling and do not fail the run. A query with an error "
+            "is printed with its code and does not stop the others: the valid queries' "
+            "results are written and the exit code is 2."
         ),
         epilog=(
             "engines: reference = the brute-force oracle (each query alone, straight from "
@@ -185,8 +191,10 @@ def run_events(args: argparse.Namespace) -> int:
         return cannot_read("cel run", args.queries, exc)
     if errors:
         print_errors(errors, source=args.queries)
-        print(f"xscl cel run: {len(errors)} error(s); nothing was written", file=sys.stderr)
-        return 2
+        if not program.queries:
+            print(f"xscl cel run: {len(errors)} error(s) and no valid query; nothing was written",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     problem = unwritable_file(args.output)
     if problem is not None:
         print(f"xscl cel run: cannot write --output {args.output}: {problem}; {_OUTPUT_ADVICE}",
@@ -216,4 +224,9 @@ def run_events(args: argparse.Namespace) -> int:
         f"({summary.late} late) in {elapsed:.2f} s -> {args.output}",
         file=sys.stderr,
     )
+    if errors:
+        print(f"xscl cel run: {len(errors)} error(s) above: those queries were rejected, the "
+              f"results are the other {len(program.queries)}'s (exit {EXIT_REJECTED})",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_REJECTED
     return 0

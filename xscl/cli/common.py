@@ -81,6 +81,12 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
             print(f"{source}:{error}", file=sys.stderr)
 
 
+#: The exit code when some queries of a file were rejected (each printed with its coded
+#: error): ``xscl check`` and ``xscl cel check``; ``xscl cel run`` and ``xscl serve
+#: --cel-queries`` after running the file's valid queries (docs/cel.md 7).
+EXIT_REJECTED = 2
+
+
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)?\s*$")
 
 

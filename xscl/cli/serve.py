@@ -169,7 +169,17 @@ def run_job(args: argparse.Namespace) -> JobReport:
         lease=args.lease, lease_seconds=args.lease_seconds, renew_seconds=args.renew_seconds,
         lease_name=args.lease_name, lease_namespace=args.lease_namespace, cel=cel,
     )  # fmt: skip
-    return spark_serve.serve(request)
+    report = spark_serve.serve(request)
+    if cel is not None and cel.rejected and report.exit_code == 0:
+        # some CEL queries were rejected (printed above): the others ran
+        from dataclasses import replace
+
+        from xscl.cli.common import EXIT_REJECTED
+
+        print(f"xscl serve: {cel.rejected} error(s) in --cel-queries (printed at the start); "
+              f"exit {EXIT_REJECTED}", file=sys.stderr)  # fmt: skip
+        return replace(report, exit_code=EXIT_REJECTED)
+    return report
 
 
 def _absolute_url(text: str) -> bool:

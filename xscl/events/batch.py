@@ -126,6 +126,7 @@ def run_batch(
         engine = Engine()
         engine.subscribe(program)
         results = engine.run(events)
+        engine.close()  # reclaimable once dropped (a large subscribe froze it)
     output = Path(output_path)
     dead_path = deadletter_path_for(output)
     write_lines_atomically(dead_path, (d.to_json() for d in dead))

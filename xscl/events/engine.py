@@ -31,6 +31,7 @@ Which implementation of each optimisation is used is an ``EngineConfig``.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import json
@@ -54,7 +55,7 @@ from xscl.events.results import Result
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.ast import Query
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
-from xscl.lang.gc_pause import registering
+from xscl.lang.gc_pause import GC_PAUSE_QUERIES, registering_frozen
 
 __all__ = ["OPTIMISATIONS", "Engine", "EngineConfig"]
 
@@ -136,6 +137,11 @@ class Engine:
         self._expiry: list[tuple[int, int, State, Any]] = []
         self._sequence = itertools.count()
         self._internal = itertools.count()
+        #: a large subscribe froze the subscriptions (``registering_frozen``); unfrozen
+        #: when subscriptions are dropped (``unsubscribe``, ``close``)
+        self._frozen = False
+        #: subscriptions were dropped since the last freeze: collect before the next one
+        self._dropped = False
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -166,12 +172,27 @@ class Engine:
         for stream, schema in program.published.items():
             self.schemas.setdefault(stream, schema)
         since = _BEFORE_TIME if self.time is None else self.time
-        # many queries: the collector paused, then one collection here, not in the
-        # first events processed (seconds at 400k subscriptions)
-        with registering(len(program.queries)):
+        # many queries: the collector paused, then what they built is frozen out of its
+        # way (gc.freeze): no full pass over every earlier subscription per call, as a
+        # collection here would be (quadratic over a set subscribed in chunks), and none
+        # in the first events processed either
+        large = len(program.queries) >= GC_PAUSE_QUERIES
+        with registering_frozen(len(program.queries), collect_first=large and self._dropped):
             for query in program.queries:
                 self._subscribe(query, since)
+        if large:
+            self._frozen, self._dropped = True, False
         return [q.qid for q in program.queries]
+
+    def close(self) -> None:
+        """Give the subscriptions a large ``subscribe`` froze back to the cyclic garbage
+        collector (``gc.unfreeze``), so that the engine's reference cycles are reclaimed
+        once it is dropped. The engine still works; call it before dropping one that
+        subscribed ``GC_PAUSE_QUERIES`` queries or more at once in a long-lived process.
+        """
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
 
     def _subscribe(self, query: Query, since: int) -> None:
         subscription = _Subscription(query.qid, Holding())
@@ -225,6 +246,9 @@ class Engine:
         self.network.release(subscription.holding)
         for name in subscription.internal:
             del self.schemas[name]
+        # what only this query held may form reference cycles: not frozen any more
+        self.close()
+        self._dropped = True
 
     def _removed(self, state: State) -> None:
         if state.stream is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-__all__ = ["KEYWORDS", "UNITS", "Failure", "Scanner", "Token"]
+__all__ = ["KEYWORDS", "UNITS", "UNIT_HINTS", "Failure", "Scanner", "Token"]
 
 #: Reserved words (case-insensitive): never attribute, stream or function names.
 KEYWORDS = frozenset(
@@ -29,21 +29,35 @@ KEYWORDS = frozenset(
     }
 )  # fmt: skip
 
-#: Microseconds per duration unit (docs/cel.md 2.3; a number without unit is seconds).
-UNITS: dict[str, int] = {
+#: Microseconds per duration unit, keyed lower-case (a unit is matched in any case:
+#: ``1 Day``, ``3 HOURS``): the short units and the words the thesis writes, singular
+#: and plural (``52 weeks``, Example 5). docs/cel.md 2.1 lists them.
+_MICROS = {
     "us": 1,
     "ms": 1_000,
     "s": 1_000_000,
-    "sec": 1_000_000,
     "m": 60_000_000,
-    "min": 60_000_000,
     "h": 3_600_000_000,
-    "hour": 3_600_000_000,
-    "hours": 3_600_000_000,
     "d": 86_400_000_000,
-    "day": 86_400_000_000,
-    "days": 86_400_000_000,
 }
+_SPELLINGS = {
+    "us": ("microsecond", "microseconds"),
+    "ms": ("millisecond", "milliseconds"),
+    "s": ("sec", "secs", "second", "seconds"),
+    "m": ("min", "mins", "minute", "minutes"),
+    "h": ("hour", "hours"),
+    "d": ("day", "days"),
+}
+UNITS: dict[str, int] = {
+    **_MICROS,
+    "week": 7 * _MICROS["d"],
+    "weeks": 7 * _MICROS["d"],
+    **{word: _MICROS[unit] for unit, words in _SPELLINGS.items() for word in words},
+}
+
+#: The units an unknown one's error lists (each also singular or plural, in any case).
+UNIT_HINTS = ("us", "ms", "s", "sec", "m", "min", "h", "d", "seconds", "minutes", "hours",
+              "days", "weeks")  # fmt: skip
 
 TokenKind = Literal["number", "ident", "string", "decorator", "op", "end"]
 

@@ -60,7 +60,15 @@ from xscl.lang.cel.ast import (
     SubQuery,
     UnionExpr,
 )
-from xscl.lang.cel.lexer import KEYWORDS, OPERATOR_SPELLINGS, UNITS, Failure, Scanner, Token
+from xscl.lang.cel.lexer import (
+    KEYWORDS,
+    OPERATOR_SPELLINGS,
+    UNIT_HINTS,
+    UNITS,
+    Failure,
+    Scanner,
+    Token,
+)
 from xscl.lang.gc_pause import GC_PAUSE_CHARS, gc_paused
 
 __all__ = ["ParseResult", "parse_file", "parse_query"]
@@ -539,7 +547,7 @@ class _Parser:
                     "CEL-P005",
                     f"unknown duration unit {after.text!r}",
                     after.start,
-                    tuple(sorted(UNITS)),
+                    UNIT_HINTS,
                 )
             self.take()
             micros = math.floor(Decimal(token.text) * UNITS[unit])

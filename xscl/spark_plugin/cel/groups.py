@@ -60,6 +60,8 @@ class CelGroups:
         cached = _engines.pop(cache_key, None)
         if cached is not None and saved is not None and cached[0] == saved:
             return cached[1]
+        if cached is not None:
+            cached[1].close()  # dropped: its frozen subscriptions back to the collector
         queries = job_queries(self.cel_text, self.catalog)
         engine = Engine()
         engine.subscribe(class_program(queries.program, queries.classes[int(group.split(":")[0])]))

@@ -2,8 +2,10 @@
 
 Checked before Spark starts (``check``): the CEL file is read and validated
 against the schemas of the XSCL streams PUBLISHed by the job's queries
-(``from_xscl.xscl_catalog``); every error is printed with its code and the run
-exits 2. Started after the XSCL query in the same session (``start``), as a job
+(``from_xscl.xscl_catalog``); every error is printed with its code. The valid
+queries run (a bad query never affects the others, docs/cel.md 7) and a job
+that ends normally then exits 2; a file without a valid query exits 2 before
+Spark starts. Started after the XSCL query in the same session (``start``), as a job
 of its own name ``NAME.cel`` with the same epoch and fence: its checkpoint
 and results are forked per epoch like the XSCL job's (``pair.epochs``), under
 ``HOME/checkpoints/NAME.cel`` and ``HOME/results/NAME.cel``. Plain events come
@@ -31,6 +33,9 @@ class CelServe:
     path: str
     catalog: str
     slack: int
+    #: errors of the rejected queries (printed by ``check``); the valid ones run, and
+    #: a job that ends normally exits 2 (``cli.common.EXIT_REJECTED``)
+    rejected: int = 0
 
 
 def check(path: str, slack_text: str, xscl_queries: list[Query]) -> CelServe | None:
@@ -50,12 +55,16 @@ def check(path: str, slack_text: str, xscl_queries: list[Query]) -> CelServe | N
         print(f"xscl serve: cannot read --cel-queries {path}: {exc}", file=sys.stderr)
         return None
     catalog = xscl_catalog(xscl_queries)
-    _program, errors = load_cel(text, catalog, path)
+    program, errors = load_cel(text, catalog, path)
     if errors:
         print_errors(errors, source=path)
-        print(f"xscl serve: {len(errors)} error(s) in --cel-queries; nothing ran", file=sys.stderr)
-        return None
-    return CelServe(str(Path(path).resolve()), json.dumps(catalog), slack)
+        if not program.queries:
+            print(f"xscl serve: {len(errors)} error(s) and no valid query in --cel-queries; "
+                  "nothing ran", file=sys.stderr)  # fmt: skip
+            return None
+        print(f"xscl serve: {len(errors)} error(s) in --cel-queries: those queries are "
+              f"rejected, the other {len(program.queries)} run", file=sys.stderr)  # fmt: skip
+    return CelServe(str(Path(path).resolve()), json.dumps(catalog), slack, len(errors))
 
 
 def start(
