@@ -48,6 +48,14 @@ def _docs(count: int) -> list[Document]:
     ]
 
 
+def _job_queries(tmp_path: Path) -> JobQueries:
+    """The test's queries subscribed in a registry and built as a worker builds them."""
+    log = SubscriptionLog(tmp_path / "registry")
+    log.subscribe(QUERIES, source="q.xscl")
+    log.record_applied(1, 0)
+    return LiveQueries().at(str(tmp_path / "registry"), 1)
+
+
 def _routed(
     queries: JobQueries, docs: list[Document], shape: RouteShape
 ) -> dict[int, list[RoutedDoc]]:
@@ -82,10 +90,7 @@ def _run(logic: GroupLogic, docs: list[RoutedDoc]) -> tuple[set[str], bytes | No
 
 
 def test_a_replay_from_the_older_snapshot_gives_the_same_records(tmp_path: Path) -> None:
-    log = SubscriptionLog(tmp_path / "registry")
-    log.subscribe(QUERIES, source="q.xscl")
-    log.record_applied(1, 0)
-    queries = LiveQueries().at(str(tmp_path / "registry"), 1)
+    queries = _job_queries(tmp_path)
     docs = _docs(12)
     spool = Spool(docs)
     shape = RouteShape((0, 1, 2), 1, None)
@@ -111,10 +116,7 @@ def test_groups_alternating_between_two_workers_give_one_worker_s_records(
     """Spark sends a group's batches to whichever worker is free: a worker handed a
     snapshot the other wrote rebuilds from its bytes, reusing the documents it decoded
     before and decoding only the others."""
-    log = SubscriptionLog(tmp_path / "registry")
-    log.subscribe(QUERIES, source="q.xscl")
-    log.record_applied(1, 0)
-    queries = LiveQueries().at(str(tmp_path / "registry"), 1)
+    queries = _job_queries(tmp_path)
     docs = _docs(18)
     spool = Spool(docs)
     routed = _routed(queries, docs, RouteShape((0, 1, 2), 1, None))
