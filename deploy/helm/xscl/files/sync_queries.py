@@ -28,9 +28,8 @@ from pathlib import Path
 
 from xscl.cli.common import load_queries, print_errors
 from xscl.cli.job_args import DEFAULT_NAME
-from xscl.service.subscriptions import publish_readers
 from xscl.lang.ast import Query
-from xscl.service.subscriptions import SubscriptionLog
+from xscl.service.subscriptions import SubscriptionLog, publish_readers
 from xscl.spark_plugin.batch import registry_text
 
 
