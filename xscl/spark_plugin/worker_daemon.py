@@ -19,9 +19,9 @@ daemon's environment (``PREBUILD_ENV``, set by ``xscl serve`` through
 worker (``LiveQueries.prebuild``: Stage 1's automaton and index, the R_T tries, the
 output plans), freezes them out of the collector's way (``gc.freeze``), and each worker
 it forks starts with them, adopting them rebased to its epoch's offsets. Without it,
-every Python worker built them itself (mixed workload, 10k subscriptions: three
-workers, 17 CPU-s of registering; docs/benchmarks.md). A failure here only costs that
-time: the workers build their own.
+every Python worker built them itself; measured on its own the gain was inside the
+run-to-run spread (docs/benchmarks.md, "Subscriptions built once per executor"). A
+failure here only costs that time: the workers build their own.
 
 Where it runs: on every executor (and the driver in local mode), once per Python
 daemon Spark starts; nothing here is pickled. It must not import pyspark before the

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 
-from xscl.engine.groups.codec import decode, encode_state
+from xscl.engine.groups.codec import encode_state
+from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
 from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
 from xscl.engine.join_state import JoinState
@@ -39,6 +40,8 @@ class ChainGroup:
         live = None
         if snapshot is not None and context.memory is not None:
             live = context.memory.take(context.group, token_of(snapshot))
+        #: the worker's decoded documents (a batch's own when the caller keeps none)
+        self.decoded = context.decoded if context.decoded is not None else DecodedDocs()
         self.stored: StoredDocs
         self.state: JoinState
         if isinstance(live, tuple):  # what this worker kept: the documents, decoded
@@ -48,10 +51,8 @@ class ChainGroup:
             # that ran it last), or none did: what this worker decoded before is reused
             self.stored = StoredDocs.load(snapshot)
             self.state = JoinState()
-            cache = context.decoded
             for entry in self.stored.docs:
-                doc = decode(entry.data) if cache is None else cache.get(entry.seq, entry.data)
-                self.state.store(doc)
+                self.state.store(self.decoded.get(entry.seq, entry.data))
         self.context = context
 
     def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
@@ -67,9 +68,7 @@ class ChainGroup:
             state.evict(bounds[0])
         emitted: set[str] = set()
         for doc in sorted(docs, key=lambda d: d.seq):
-            cache = context.decoded
-            first = decode(doc.data) if cache is None else cache.get(doc.seq, doc.data)
-            queue: deque[DocState] = deque([first])
+            queue: deque[DocState] = deque([self.decoded.get(doc.seq, doc.data)])
             number = doc.seq
             while queue:
                 current = queue.popleft()
