@@ -53,6 +53,7 @@ from lxml import etree
 from xscl.errors import FunctionPredicateError, Stage1Error
 from xscl.lang.normal_form import function_namespaces
 from xscl.lang.regex_rules import REGEX_FUNCTIONS, nested_quantifier, regex_problem
+from xscl.xpath.direct_tests import DirectTest, direct_test
 from xscl.xpath.function_template import PLACEHOLDER, placeholder_index, split_literals
 from xscl.xpath.nodes import AttributeNode, Node, TextNode
 from xscl.xpath.presearch_terms import Plan, Terms, instantiate, term_plan
@@ -120,7 +121,7 @@ def compile_expression(expression: str) -> Any:
 class FunctionTemplate:
     """One compiled expression shared by the definitions that differ only in literals."""
 
-    __slots__ = ("error", "plan", "refcount", "text", "token")
+    __slots__ = ("direct", "error", "plan", "refcount", "text", "token")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -128,12 +129,15 @@ class FunctionTemplate:
         self.token: Any = None
         self.error = ""
         self.plan: Plan = None
+        #: decided without elementpath when it is one containment test (direct_tests)
+        self.direct: DirectTest | None = None
         try:
             self.token = compile_expression(text)
         except Exception as exc:  # elementpath raises many types: all mean "does not compile"
             self.error = str(exc)
             return
         self.plan = term_plan(self.token)
+        self.direct = direct_test(self.token)
 
 
 class CompiledFunction:
@@ -271,11 +275,13 @@ class DocumentFunctions:
     first function predicate that the document needs.
     """
 
-    __slots__ = ("_context", "_root")
+    __slots__ = ("_context", "_direct_values", "_root")
 
     def __init__(self, root: etree._Element) -> None:
         self._root = root
         self._context: XPathContext | None = None
+        #: source values the direct tests read (direct_tests.DirectTest.decide)
+        self._direct_values: dict[tuple[etree._Element, str | None], str | None] = {}
 
     def _item(self, context: XPathContext, node: Node) -> Any:
         owner = node.owner if isinstance(node, (AttributeNode, TextNode)) else node
@@ -293,6 +299,11 @@ class DocumentFunctions:
 
     def holds(self, function: CompiledFunction, node: Node) -> bool:
         """Effective boolean value of ``function`` at ``node``; errors raise."""
+        direct = function.template.direct
+        if direct is not None and isinstance(node, etree._Element):
+            verdict = direct.decide(node, function.literals, self._direct_values)
+            if verdict is not None:
+                return verdict
         token = function.template.token
         if token is None:
             raise FunctionPredicateError(
