@@ -53,7 +53,7 @@ from lxml import etree
 from xscl.errors import FunctionPredicateError, Stage1Error
 from xscl.lang.normal_form import function_namespaces
 from xscl.lang.regex_rules import REGEX_FUNCTIONS, nested_quantifier, regex_problem
-from xscl.xpath.direct_tests import DirectTest, direct_test
+from xscl.xpath.direct_tests import DirectTest, SourceKey, direct_test
 from xscl.xpath.function_template import PLACEHOLDER, placeholder_index, split_literals
 from xscl.xpath.nodes import AttributeNode, Node, TextNode
 from xscl.xpath.presearch_terms import Plan, Terms, instantiate, term_plan
@@ -281,7 +281,7 @@ class DocumentFunctions:
         self._root = root
         self._context: XPathContext | None = None
         #: source values the direct tests read (direct_tests.DirectTest.decide)
-        self._direct_values: dict[tuple[etree._Element, str | None], str | None] = {}
+        self._direct_values: dict[SourceKey, str | None] = {}
 
     def _item(self, context: XPathContext, node: Node) -> Any:
         owner = node.owner if isinstance(node, (AttributeNode, TextNode)) else node
