@@ -1,9 +1,9 @@
-"""Keyword predicates decided in Python: one containment test of one string value.
+"""Keyword predicates decided in Python: one containment test or regex of one string value.
 
 Most function predicates feed users write are a single ``contains``,
-``starts-with`` or ``ends-with`` of a child's (or the element's own) string
-value against a literal: ``contains(title, 'rust')``, ``starts-with(link,
-'https://blog.rust-lang.org/')``.  The presearch index
+``starts-with``, ``ends-with`` or ``matches`` of a child's (or the element's own)
+string value against a literal: ``contains(title, 'rust')``, ``starts-with(link,
+'https://blog.rust-lang.org/')``, ``matches(title, 'rust|kotlin', 'i')``.  The presearch index
 (:mod:`xscl.xpath.presearch`) admits a definition only when its literal occurs,
 and each admitted candidate used to be verified by elementpath, about 65 µs a
 call; at 100k keyword subscriptions the verifications were most of Stage 1's
@@ -30,7 +30,15 @@ source goes through ``lower-case``, ``upper-case`` or ``normalize-space``
   compute as XPath says (a title or a link is a leaf: keyword alerts stay
   direct);
 * codepoint comparison is Python's ``in``, ``startswith`` and ``endswith``
-  (the empty literal is contained in, starts and ends every string).
+  (the empty literal is contained in, starts and ends every string);
+* ``matches(SOURCE, $xscl_literal_i[, $xscl_literal_j])`` (XPath 2.0, no
+  transformation) runs the regex as elementpath's ``matches`` does: the flags
+  ``s``, ``m``, ``i``, ``x`` as ``re``'s, the pattern translated by elementpath's
+  own ``translate_pattern`` and searched with ``re``. It is translated and
+  compiled once per definition and held while the definition is registered
+  (elementpath translates it on every call and asks ``re``'s 512-entry cache,
+  which thrashes past 512 distinct regexes). A pattern or flag elementpath
+  refuses is left to elementpath, which raises and counts it.
 
 A context node that is an attribute or a text node is left to elementpath.
 Anything else (other functions, a third argument, ``and``/``or``, ``string()``
@@ -38,24 +46,33 @@ or ``data()``, a path of more than one step) has no direct test.
 
 >>> from xscl.xpath.functions import compile_expression
 >>> test = direct_test(compile_expression("contains(title, $xscl_literal_0)"))
->>> test
-DirectTest(function='contains', child='title', literal=0, transform=None)
+>>> test.function, test.child, test.literal, test.transform
+('contains', 'title', 0, None)
 >>> item = etree.fromstring("<item><title>Rust 1.80 released</title></item>")
->>> test.decide(item, ("1.80 rel",), {}), test.decide(item, ("Go",), {})
+>>> class Definition:
+...     def __init__(self, *literals):
+...         self.literals, self.regex = literals, None
+>>> test.decide(item, Definition("1.80 rel"), {}), test.decide(item, Definition("Go"), {})
 (True, False)
->>> test.decide(etree.fromstring("<item><title>a</title><title>b</title></item>"), ("a",), {})
->>> direct_test(compile_expression("starts-with(lower-case(title), $xscl_literal_0)"))
-DirectTest(function='starts-with', child='title', literal=0, transform='lower-case')
+>>> two = etree.fromstring("<item><title>a</title><title>b</title></item>")
+>>> test.decide(two, Definition("a"), {})
+>>> regex = direct_test(compile_expression("matches(title, $xscl_literal_0, $xscl_literal_1)"))
+>>> regex.decide(item, Definition("^rust\\s\\d", "i"), {})
+True
+>>> direct_test(compile_expression("starts-with(lower-case(title), $xscl_literal_0)")).transform
+'lower-case'
 >>> direct_test(compile_expression("contains(string(title), $xscl_literal_0)")) is None
 True
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from elementpath.regex import RegexError, translate_pattern
 from lxml import etree
 
 from xscl.xpath.function_template import placeholder_index
@@ -80,31 +97,48 @@ _TRANSFORMS: dict[str, Callable[[str], str]] = {
 #: a source value found in one document: (element, child name, transformation)
 SourceKey = tuple[etree._Element, "str | None", "str | None"]
 
+#: ``matches`` flags and the ``re`` flags elementpath gives them (F&O 7.6.1.1)
+_REGEX_FLAGS = {"s": re.S, "m": re.M, "i": re.I, "x": re.X}
+
+
+class Definition(Protocol):
+    """What a direct test reads of one registered definition: its literals, and the
+    regex its ``matches`` compiled to (None: not yet; False: only elementpath can
+    say), kept for as long as the definition is registered."""
+
+    literals: tuple[str, ...]
+    regex: re.Pattern[str] | bool | None
+
 
 @dataclass(frozen=True, slots=True)
 class DirectTest:
-    """``function(transform?(source), $xscl_literal_<literal>)``; ``child`` is the
-    local name of the source's child elements, or None for the element itself
-    (``.``); ``transform`` one of ``lower-case``, ``upper-case``,
-    ``normalize-space``, or None."""
+    """``function(transform?(source), $xscl_literal_<literal>)``, or ``matches(source,
+    $xscl_literal_<literal>[, $xscl_literal_<flags>])``; ``child`` is the local name
+    of the source's child elements, or None for the element itself (``.``);
+    ``transform`` one of ``lower-case``, ``upper-case``, ``normalize-space``, or
+    None; ``xsd_version`` the parser's, which the regex translation follows."""
 
     function: str
     child: str | None
     literal: int
     transform: str | None = None
+    flags: int | None = None
+    xsd_version: str = "1.0"
 
     def decide(
         self,
         element: etree._Element,
-        literals: tuple[str, ...],
+        definition: Definition,
         values: dict[SourceKey, str | None],
     ) -> bool | None:
         """The predicate's value at ``element``; None when only the verifier can say
-        (two or more source children: it raises a type error, which is counted; or a
-        ``$xscl_literal_`` variable the expression wrote itself, which is unbound).
-        ``values``: the source values of this document found so far (one dict per
-        document: many definitions test the same title)."""
-        if self.literal >= len(literals):
+        (two or more source children: it raises a type error, which is counted; a
+        ``$xscl_literal_`` variable the expression wrote itself, which is unbound; a
+        regex or flags elementpath refuses). ``values``: the source values of this
+        document found so far (one dict per document: many definitions test the
+        same title)."""
+        literals = definition.literals
+        if max(self.literal, self.flags or 0) >= len(literals):
             return None
         key = (element, self.child, self.transform)
         if key in values:
@@ -116,7 +150,31 @@ class DirectTest:
             values[key] = value
         if value is None:
             return None
+        if self.function == "matches":
+            regex = self._regex(definition)
+            return None if regex is None else regex.search(value) is not None
         return _TESTS[self.function](value, literals[self.literal])
+
+    def _regex(self, definition: Definition) -> re.Pattern[str] | None:
+        """The definition's regex as elementpath's ``matches`` runs it (translated
+        once, then held by the definition), or None where elementpath would raise."""
+        regex = definition.regex
+        if regex is None:
+            regex = definition.regex = self._compile(definition.literals)
+        return regex if isinstance(regex, re.Pattern) else None
+
+    def _compile(self, literals: tuple[str, ...]) -> re.Pattern[str] | bool:
+        flags = 0
+        for flag in literals[self.flags] if self.flags is not None else "":
+            if flag not in _REGEX_FLAGS:  # ``q`` is XPath 3.0's; others FORX0001
+                return False
+            flags |= _REGEX_FLAGS[flag]
+        try:
+            return re.compile(
+                translate_pattern(literals[self.literal], flags, self.xsd_version), flags
+            )
+        except (re.error, RegexError, OverflowError):
+            return False
 
     def source_value(self, element: etree._Element) -> str | None:
         """The source's string value at ``element``; None for two or more children, or
@@ -146,24 +204,48 @@ def _string_value(element: etree._Element) -> str | None:
 
 def direct_test(token: Any) -> DirectTest | None:
     """The direct test a compiled template's root token is, or None."""
+    if token.symbol == "matches" and len(token) in (2, 3):
+        pattern = _placeholder(token[1])
+        flags = _placeholder(token[2]) if len(token) == 3 else None
+        source = _source(token[0])
+        if (
+            pattern is None
+            or (len(token) == 3 and flags is None)
+            or token.parser.version != "2.0"
+            or source is None
+            or source[1] is not None
+        ):
+            return None
+        xsd = str(token.parser.xsd_version)
+        return DirectTest("matches", source[0], pattern, None, flags, xsd)
     if token.symbol not in _TESTS or len(token) != 2:
         return None
-    source, literal = token[0], token[1]
-    if literal.symbol != "$" or len(literal) != 1:
+    index = _placeholder(token[1])
+    source = _source(token[0])
+    if index is None or source is None:
         return None
-    index = placeholder_index(str(literal[0].value))
-    if index is None:
+    return DirectTest(token.symbol, source[0], index, source[1])
+
+
+def _placeholder(token: Any) -> int | None:
+    """The literal index of a ``$xscl_literal_N`` reference, else None."""
+    if token.symbol != "$" or len(token) != 1:
         return None
+    return placeholder_index(str(token[0].value))
+
+
+def _source(token: Any) -> tuple[str | None, str | None] | None:
+    """``(child name or None for ., transformation or None)`` of a source, else None."""
     transform = None
-    if source.symbol in _TRANSFORMS and len(source) == 1:
-        transform, source = source.symbol, source[0]
-    if source.symbol == "." and len(source) == 0:
-        return DirectTest(token.symbol, None, index, transform)
+    if token.symbol in _TRANSFORMS and len(token) == 1:
+        transform, token = token.symbol, token[0]
+    if token.symbol == "." and len(token) == 0:
+        return None, transform
     if (
-        source.symbol == ":"
-        and len(source) == 2
-        and source[0].symbol == "*"
-        and source[1].symbol == "(name)"
+        token.symbol == ":"
+        and len(token) == 2
+        and token[0].symbol == "*"
+        and token[1].symbol == "(name)"
     ):
-        return DirectTest(token.symbol, str(source[1].value), index, transform)
+        return str(token[1].value), transform
     return None

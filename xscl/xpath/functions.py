@@ -42,6 +42,7 @@ Overlapping alternatives (``(a|a)*``) are not detected.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import elementpath
@@ -143,13 +144,15 @@ class FunctionTemplate:
 class CompiledFunction:
     """A registered function predicate: its shared template and its own literals."""
 
-    __slots__ = ("expression", "literals", "refcount", "template")
+    __slots__ = ("expression", "literals", "refcount", "regex", "template")
 
     def __init__(self, expression: str, template: FunctionTemplate, literals: tuple[str, ...]):
         self.expression = expression
         self.template = template
         self.literals = literals
         self.refcount = 0
+        #: the regex of a direct ``matches`` test, compiled on first use (direct_tests)
+        self.regex: re.Pattern[str] | bool | None = None
 
     def variables(self) -> dict[str, str]:
         """The template's external variables bound to this definition's literals."""
@@ -301,7 +304,7 @@ class DocumentFunctions:
         """Effective boolean value of ``function`` at ``node``; errors raise."""
         direct = function.template.direct
         if direct is not None and isinstance(node, etree._Element):
-            verdict = direct.decide(node, function.literals, self._direct_values)
+            verdict = direct.decide(node, function, self._direct_values)
             if verdict is not None:
                 return verdict
         token = function.template.token
