@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,6 +92,12 @@ class SubscriptionLog:
         #: where ``record_applied`` writes (the job's epoch); default: the newest one
         self.applied_folder = Path(applied) if applied else _newest_applied(self.folder)
         self._cache: dict[int, SubscriptionEvent] = {}
+        #: the subscriptions and their owners after event ``_upto``, brought up to date
+        #: by applying only the newer events (events never change once written)
+        self._upto = 0
+        self._queries: dict[str, Query] = {}
+        self._owners: dict[str, str] = {}
+        self._catching_up = threading.Lock()
 
     # ---------------------------------------------------------------- reading
     def versions(self) -> list[int]:
@@ -130,25 +137,36 @@ class SubscriptionLog:
 
     def current(self, upto: int | None = None) -> dict[str, Query]:
         """The subscribed queries after every event (up to ``upto``), by id."""
+        if upto is None:
+            with self._catching_up:
+                self._catch_up()
+                return dict(self._queries)
         queries: dict[str, Query] = {}
         for event in self.events():
-            if upto is not None and event.version > upto:
+            if event.version > upto:
                 break
             apply_event(queries, event, SubscriptionEvent.queries)
         return queries
 
-    # ---------------------------------------------------------------- writing
     def owners(self) -> dict[str, str]:
         """The owner of each subscribed query (its subscribe event's owner), by id."""
-        owners: dict[str, str] = {}
-        for event in self.events():
+        with self._catching_up:
+            self._catch_up()
+            return dict(self._owners)
+
+    def _catch_up(self) -> None:
+        """Apply the events written since the last call (a writer takes number N+1 only
+        once N exists, so the numbers have no gaps)."""
+        for event in self.events(after=self._upto):
+            apply_event(self._queries, event, SubscriptionEvent.queries)
             for qid in event.ids:
                 if event.op == "subscribe":
-                    owners[qid] = event.owner
+                    self._owners[qid] = event.owner
                 else:
-                    owners.pop(qid, None)
-        return owners
+                    self._owners.pop(qid, None)
+            self._upto = event.version
 
+    # ---------------------------------------------------------------- writing
     def subscribe(
         self, text: str, *, source: str, owner: str = "", namespace: str = ""
     ) -> SubscriptionEvent:
