@@ -1,11 +1,12 @@
 """Concurrent clients of ``xscl api`` on loopback, and the registry check after them.
 
 ``run_clients`` runs ``clients`` asyncio tasks (one token each) for at most
-``duration`` seconds and ``max_requests`` requests in all, paced together at
-``rate`` requests/s. Each request is drawn from a fixed mix: page the results of one
-of its subscriptions by cursor, list, invoke, subscribe a new id (at most
-``subscribes`` per client), unsubscribe one of its own. Every answer's latency is
-kept per endpoint, and what the API acknowledged (201/200) is kept per client.
+``duration`` seconds (no request starts later) and ``max_requests`` requests in all,
+paced together at ``rate`` requests/s. Each request is drawn from a mix (``MIX``):
+page the results of one of its subscriptions by cursor, list, invoke, subscribe a
+new id (at most ``subscribes`` per client), unsubscribe one of its own. Every
+answer's latency is kept per endpoint, and what the API acknowledged (201/200) is
+kept per client.
 
 ``registry_problems`` compares the acknowledgements with the job's registry: each
 acknowledged subscribe is exactly one subscribe event of the registry and is
@@ -144,11 +145,14 @@ async def _client(
     report: LoadReport,
     seed: int,
     mix: dict[str, int],
+    warm: _Barrier,
 ) -> None:
     chooser = random.Random(seed)
     kinds, weights = list(mix), list(mix.values())
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http:
+        await http.get("/subscriptions")  # warm-up, not measured: the connection opened
+        await warm.wait()
         serial = 0
         while await pace.next() is not None:
             op = chooser.choices(kinds, weights)[0]
@@ -160,15 +164,35 @@ async def _client(
             await _one(http, log, op, serial, report)
 
 
+class _Barrier:
+    """Releases the clients together once all are warm, and starts the pace then."""
+
+    def __init__(self, parties: int, pace: _Pace) -> None:
+        self.waiting = parties
+        self.pace = pace
+        self.released = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.pace.restart()
+            self.released.set()
+        await self.released.wait()
+
+
 class _Pace:
     """Hands out request slots at ``rate`` per second, ``total`` at most, until the end."""
 
     def __init__(self, rate: float, total: int, duration: float) -> None:
         self.interval = 1.0 / rate
         self.left = total
-        self.start = time.perf_counter()
-        self.end = self.start + duration
+        self.duration = duration
+        self.restart()
         self.issued = 0
+
+    def restart(self) -> None:
+        self.start = time.perf_counter()
+        self.end = self.start + self.duration
 
     async def next(self) -> int | None:
         if self.left <= 0:
@@ -176,9 +200,10 @@ class _Pace:
         due = self.start + self.issued * self.interval
         self.issued += 1
         self.left -= 1
-        wait = due - time.perf_counter()
-        if due >= self.end:
+        now = time.perf_counter()
+        if due >= self.end or now >= self.end:  # behind schedule: the end still holds
             return None
+        wait = due - now
         if wait > 0:
             await asyncio.sleep(wait)
         return self.issued
@@ -196,13 +221,13 @@ async def _run(
     report = LoadReport()
     pace = _Pace(rate, max_requests, duration)
     report.clients = [ClientLog(name) for name in tokens]
+    warm = _Barrier(len(report.clients), pace)
     tasks = [
-        _client(base, log, tokens[log.name], pace, subscribes, report, seed, mix)
+        _client(base, log, tokens[log.name], pace, subscribes, report, seed, mix, warm)
         for seed, log in enumerate(report.clients)
     ]
-    started = time.perf_counter()
     await asyncio.gather(*tasks)
-    report.seconds = time.perf_counter() - started
+    report.seconds = time.perf_counter() - pace.start
     return report
 
 

@@ -41,6 +41,7 @@ from benchmarks.api_load.load import (  # noqa: E402
     wait_applied,
 )
 from tests.api.server import free_port, start_api  # noqa: E402
+from xscl.results.read import committed_markers  # noqa: E402
 from xscl.service.api.tokens import TokenStore  # noqa: E402
 from xscl.service.subscriptions import SubscriptionLog  # noqa: E402
 
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             job = ResultsWriter(home)
             job.start()
+        batches_before = len(committed_markers(home / "results" / "xscl"))
         report = run_clients(
             f"http://127.0.0.1:{port}",
             tokens,
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             max_requests=args.max_requests,
             subscribes=args.subscribes,
         )
+        batches = len(committed_markers(home / "results" / "xscl")) - batches_before
         applied = wait_applied(log, 120.0) if args.job == "serve" else None
     finally:
         if "job" in locals():
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         f"acknowledged: {subscribed} subscribes, {unsubscribed} unsubscribes; "
         f"{read} results read by cursor"
     )
+    print(f"the job committed {batches} batches of results during the load")
     print(f"registry check: {len(problems)} problems (lost or applied twice)")
     for problem in problems[:20]:
         print(f"  {problem}")
