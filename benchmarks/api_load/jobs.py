@@ -49,7 +49,8 @@ class ResultsWriter:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _loop(self) -> None:
         folder = open_epoch(self.root, 1, -1)

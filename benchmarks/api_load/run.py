@@ -111,16 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at the start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
     port = free_port()
     api = start_api(home, port)
-    job: ServedJob | ResultsWriter
+    job: ServedJob | ResultsWriter = (
+        ServedJob(home, args.master, work / "serve.log")
+        if args.job == "serve"
+        else ResultsWriter(home)
+    )
     try:
-        if args.job == "serve":
-            job = ServedJob(home, args.master, work / "serve.log")
+        if isinstance(job, ServedJob):
             print(f"starting xscl serve on {args.master} (log: {work / 'serve.log'}) ...")
             started = time.monotonic()
             job.start(args.job_timeout)
             print(f"the job committed its first batch after {time.monotonic() - started:.0f} s")
         else:
-            job = ResultsWriter(home)
             job.start()
         batches_before = len(committed_markers(home / "results" / "xscl"))
         report = run_clients(
@@ -134,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         batches = len(committed_markers(home / "results" / "xscl")) - batches_before
         applied = wait_applied(log, 120.0) if args.job == "serve" else None
     finally:
-        if "job" in locals():
-            job.stop()
+        job.stop()
         api.terminate()
         api.wait()
     problems = registry_problems(log, report)

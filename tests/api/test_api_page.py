@@ -2,7 +2,7 @@
 Selenium, ``browser.py``) against a real ``xscl api`` server on loopback: sign in with
 a client token, the client's subscriptions listed, a query's error shown at its line
 and column as it is typed, subscribe, remove, the newest results and the feed link
-(``page_walk.py``). Skipped only when chromium, chromedriver or selenium is absent."""
+(``page_walk.py``). Skipped only when chromium or chromedriver is absent."""
 
 from __future__ import annotations
 
