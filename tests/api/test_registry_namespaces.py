@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from xscl.cli.main import main
 from xscl.errors import SubscriptionError
 from xscl.service.subscriptions import SubscriptionLog
 
@@ -44,3 +45,21 @@ def test_a_log_catches_up_with_events_written_elsewhere(tmp_path: Path) -> None:
     returned = reader.current()
     returned.clear()  # a copy: the view is not changed through it
     assert sorted(reader.current()) == ["alice~A2", "bob~B1"]
+
+
+def test_the_command_line_names_clients_subscriptions_by_registry_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xscl subscribe`` acts as the admin: its ids as written, and a client's
+    subscription listed and unsubscribed as ``<client>~<id>``."""
+    home = ["--home", str(tmp_path)]
+    log = SubscriptionLog(tmp_path / "registry" / "xscl")
+    log.subscribe(f"W1: {JOIN};", source="api:alice", owner="alice", namespace="alice")
+    queries = tmp_path / "w1.xscl"
+    queries.write_text(f"W1: {JOIN};\n", encoding="utf-8")
+    assert main(["subscribe", str(queries), *home]) == 0  # alice's W1 does not take it
+    capsys.readouterr()
+    assert main(["subscriptions", *home]) == 0
+    assert capsys.readouterr().out.split() == ["W1", "alice~W1"]
+    assert main(["unsubscribe", "alice~W1", *home]) == 0
+    assert sorted(log.current()) == ["W1"]
