@@ -339,6 +339,14 @@ def test_a_query_whose_published_stream_others_read_stays(home: Home) -> None:
     assert sorted(home.log.current()) == ["alice~P1", "alice~R1"]
     assert home.call("DELETE", "/subscriptions/R1").status_code == 200
     assert home.call("DELETE", "/subscriptions/P1").status_code == 200
+    # another client's reader keeps it too, and is not named to this client
+    assert home.subscribe(f"P1: {JOIN} PUBLISH pub;").status_code == 201
+    reader = "BR: pub/result[./a->r] FOLLOWED BY {r = z, 1h} S//c->z;"
+    assert home.subscribe(reader, "bob").status_code == 201
+    body = _refused(home.call("DELETE", "/subscriptions/P1"), 409, "XSCL-S017")
+    assert "bob" not in body["message"] and "BR" not in body["message"]
+    admin = _refused(home.call("DELETE", "/subscriptions/alice~P1", "root"), 409, "XSCL-S017")
+    assert "bob~BR" in admin["message"]
 
 
 def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> None:
