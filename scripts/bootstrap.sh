@@ -2,7 +2,9 @@
 # Set up xscl on a fresh machine and run it.
 #
 #   bash scripts/bootstrap.sh demo   install, then run the main job on the shipped examples
-#   bash scripts/bootstrap.sh test   install with test extras, then run the whole test suite
+#   bash scripts/bootstrap.sh test   install with test extras (and, as root with apt-get,
+#                                    Debian's chromium and chromium-driver for the page's
+#                                    browser test), then run the whole test suite
 #   bash scripts/bootstrap.sh java   only find (or install) Java 17 and say what was done
 #
 # Installs into ./.venv (override with XSCL_VENV). Needs Python >= 3.10 and
@@ -120,6 +122,20 @@ ensure_venv() {
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
 }
 
+ensure_browser() {  # Debian's chromium and its driver, for the page's browser test
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    say "chromium and chromedriver found (the page's browser test runs)"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's chromium and chromium-driver (apt-get) for the page's browser test"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }; then
+      say "apt-get could not install chromium: tests/api/test_api_page.py will be skipped"
+    fi
+  else
+    say "no chromium/chromedriver and no root apt-get: tests/api/test_api_page.py will be skipped"
+    say "(to run it: 'sudo apt-get install chromium chromium-driver')"
+  fi
+}
+
 install_package() {  # $1 = extras spec, e.g. "" or "[dev]"
   say "installing xscl$1 and its dependencies (the first pyspark install builds for ~1 min)"
   "$venv/bin/pip" install -q -e ".$1"
@@ -136,6 +152,7 @@ case "$mode" in
     ensure_venv
     install_package "[dev]"
     ensure_java
+    ensure_browser
     say "running the test suite"
     "$venv/bin/python" -m pytest -q
     ;;

@@ -99,12 +99,12 @@ def test_a_client_sees_and_changes_only_its_own_subscriptions(home: Home) -> Non
     assert created.status_code == 201 and created.json()["ids"] == ["A1", "A2"]
     assert home.subscribe(f"B1: {JOIN};", "bob").status_code == 201
     event = json.loads((home.log.folder / "00000001.json").read_text())
-    assert event["owner"] == "alice"  # recorded with the subscription
+    assert (event["owner"], event["namespace"]) == ("alice", "alice")
     listed = home.call("GET", "/subscriptions").json()["subscriptions"]
     assert [s["id"] for s in listed] == ["A1", "A2"]
     assert listed[0]["text"] == "A1: S//a->x\n    FOLLOWED BY {x=y, 1h} S//b->y"
     everything = home.call("GET", "/subscriptions", "root").json()["subscriptions"]
-    assert [s["id"] for s in everything] == ["A1", "A2", "B1"]
+    assert [s["id"] for s in everything] == ["alice~A1", "alice~A2", "bob~B1"]
     before = home.registry()
     for method, path in (
         ("DELETE", "/subscriptions/A1"),
@@ -116,8 +116,71 @@ def test_a_client_sees_and_changes_only_its_own_subscriptions(home: Home) -> Non
         _refused(home.call(method, path, "bob"), 404, "XSCL-A002")  # 404, not 403
     assert home.registry() == before
     assert home.call("DELETE", "/subscriptions/A1").json()["ids"] == ["A1"]
-    assert home.call("DELETE", "/subscriptions/B1", "root").status_code == 200
-    assert sorted(home.log.current()) == ["A2"]
+    _refused(home.call("DELETE", "/subscriptions/B1", "root"), 404, "XSCL-A002")
+    assert home.call("DELETE", "/subscriptions/bob~B1", "root").json()["ids"] == ["bob~B1"]
+    assert sorted(home.log.current()) == ["alice~A2"]
+
+
+def test_two_clients_may_use_one_id_and_neither_learns_of_the_other(home: Home) -> None:
+    """Ids per client (service.namespaces): alice's and bob's W1 are two subscriptions,
+    each listed, paged, invoked and removed by its own client only; the admin sees both
+    with their owners and names them by registry id."""
+    assert home.subscribe(f"W1: {JOIN};").json()["ids"] == ["W1"]
+    assert home.subscribe(f"W1: {JOIN}; W2: {JOIN};", "bob").json()["ids"] == ["W1", "W2"]
+    assert sorted(home.log.current()) == ["alice~W1", "bob~W1", "bob~W2"]
+    assert sorted(home.log.owners().items()) == [
+        ("alice~W1", "alice"),
+        ("bob~W1", "bob"),
+        ("bob~W2", "bob"),
+    ]
+    for who, ids in (("alice", ["W1"]), ("bob", ["W1", "W2"])):
+        listed = home.call("GET", "/subscriptions", who).json()["subscriptions"]
+        assert [(s["id"], s["owner"]) for s in listed] == [(i, who) for i in ids]
+        assert all(who not in s["text"] and "~" not in s["text"] for s in listed)
+    admin = home.call("GET", "/subscriptions", "root").json()["subscriptions"]
+    assert [(s["id"], s["owner"]) for s in admin] == [
+        ("alice~W1", "alice"),
+        ("bob~W1", "bob"),
+        ("bob~W2", "bob"),
+    ]
+    root = home.root / "results" / "xscl"
+    first = open_epoch(root, 1, -1)
+    _commit(
+        first,
+        0,
+        [
+            {"query": q, "result_id": q, "docs": [{"stream": "S", "docid": "d", "ts": _ts(60)}]}
+            for q in ("alice~W1", "bob~W1")
+        ],
+    )
+    for who in ("alice", "bob"):
+        page = home.call("GET", "/subscriptions/W1/results", who).json()["results"]
+        assert [(r["query"], r["result_id"]) for r in page] == [("W1", f"{who}~W1")]
+        invoked = home.call("GET", "/subscriptions/W1/invoke", who).json()["results"]
+        assert [r["result_id"] for r in invoked] == [f"{who}~W1"]
+    alice_cursor = home.call("GET", "/subscriptions/W1/results", "alice").json()["cursor"]
+    _refused(
+        home.call("GET", f"/subscriptions/W1/results?after={alice_cursor}", "bob"),
+        400,
+        "XSCL-A010",
+    )
+    for method, path in (("GET", "/subscriptions/W2/results"), ("DELETE", "/subscriptions/W2")):
+        _refused(home.call(method, path, "alice"), 404, "XSCL-A002")  # bob's W2: unknown
+    _refused(home.call("GET", "/subscriptions/bob~W1/results", "alice"), 404, "XSCL-A002")
+    assert home.call("DELETE", "/subscriptions/W1", "alice").json()["ids"] == ["W1"]
+    assert sorted(home.log.current()) == ["bob~W1", "bob~W2"]
+    assert [s["id"] for s in home.call("GET", "/subscriptions", "bob").json()["subscriptions"]] == [
+        "W1",
+        "W2",
+    ]
+    page = home.call("GET", "/subscriptions/bob~W1/results", "root").json()["results"]
+    assert [(r["query"], r["result_id"]) for r in page] == [("bob~W1", "bob~W1")]
+    assert home.subscribe(f"W1: {JOIN};", "root").json()["ids"] == ["W1"]  # as the CLI
+    assert sorted(home.log.current()) == ["W1", "bob~W1", "bob~W2"]
+    assert home.call("DELETE", "/subscriptions/bob~W2", "root").json()["ids"] == ["bob~W2"]
+    assert sorted(home.log.current()) == ["W1", "bob~W1"]
+    queries = {q.qid for e in home.log.events() for q in e.queries()}  # what the job runs
+    assert queries == {"alice~W1", "bob~W1", "bob~W2", "W1"}
 
 
 def test_requests_without_a_valid_token_get_401(home: Home) -> None:
@@ -137,7 +200,7 @@ def test_a_bad_query_is_refused_at_its_line_and_column(home: Home) -> None:
     assert body["errors"][0]["code"] == "XSCL-P003"
     assert home.registry() == []
     assert home.subscribe(f"T1: {JOIN};").status_code == 201
-    _refused(home.subscribe(f"T1: {JOIN};", "bob"), 409, "XSCL-S011")
+    _refused(home.subscribe(f"T1: {JOIN};"), 409, "XSCL-S011")  # its own id only
     assert home.registry() == [1]
 
 
@@ -171,7 +234,7 @@ def test_subscribe_is_rate_limited_per_client(tmp_path: Path) -> None:
     assert [home.subscribe(f"R{i}: {JOIN};").status_code for i in range(2)] == [201, 201]
     _refused(home.subscribe(f"R2: {JOIN};"), 429, "XSCL-A007")
     assert home.subscribe(f"S1: {JOIN};", "bob").status_code == 201
-    assert sorted(home.log.current()) == ["R0", "R1", "S1"]
+    assert sorted(home.log.current()) == ["alice~R0", "alice~R1", "bob~S1"]
     metrics = home.call("GET", "/metrics", None).text
     assert "xscl_api_rate_limited_total 1" in metrics
     assert 'xscl_api_requests_total{route="/subscriptions",status="429"} 1' in metrics
@@ -196,7 +259,7 @@ def _results(home: Home) -> Path:
     def rows(batch: int) -> list[dict[str, Any]]:
         return [
             {
-                "query": "P1" if i % 2 else "Q1",
+                "query": "alice~P1" if i % 2 else "alice~Q1",
                 "result_id": f"{batch}-{i}",
                 "docs": [{"stream": "S", "docid": "d", "ts": _ts(7200 if i < 2 else 60)}],
             }
@@ -224,7 +287,7 @@ def test_results_by_cursor_and_invoke(home: Home) -> None:
             break
         got += [r["result_id"] for r in page["results"]]
         after = page["cursor"]
-    assert got == [r["result_id"] for r in read_results(root) if r["query"] == "Q1"]
+    assert got == [r["result_id"] for r in read_results(root) if r["query"] == "alice~Q1"]
     assert len(got) == 4 * 3
     foreign = home.call("GET", "/subscriptions/P1/results?limit=1").json()["cursor"]
     _refused(home.call("GET", f"/subscriptions/Q1/results?after={foreign}"), 400, "XSCL-A010")
@@ -240,7 +303,7 @@ def test_feed_health_metrics_and_the_openapi_document(home: Home) -> None:
     _refused(home.call("GET", "/subscriptions/F1/feed.atom"), 404, "XSCL-A002")
     feeds = home.root / "results" / "xscl" / "feeds"
     feeds.mkdir(parents=True)
-    (feeds / "F1.atom").write_text("<feed xmlns='http://www.w3.org/2005/Atom'/>")
+    (feeds / "alice~F1.atom").write_text("<feed xmlns='http://www.w3.org/2005/Atom'/>")
     feed = home.call("GET", "/subscriptions/F1/feed.atom")
     assert feed.status_code == 200 and feed.headers["content-type"].startswith(
         "application/atom+xml"
@@ -266,16 +329,24 @@ def test_concurrent_subscribes_of_one_id_apply_it_once(tmp_path: Path) -> None:
     with ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(lambda _: home.subscribe(f"C1: {JOIN};").status_code, range(8)))
     assert sorted(statuses) == [201] + [409] * 7
-    assert home.registry() == [1] and list(home.log.current()) == ["C1"]
+    assert home.registry() == [1] and list(home.log.current()) == ["alice~C1"]
 
 
 def test_a_query_whose_published_stream_others_read_stays(home: Home) -> None:
     text = f"P1: {JOIN} PUBLISH pub;\nR1: pub/result[./a->r] FOLLOWED BY {{r = z, 1h}} S//c->z;"
     assert home.subscribe(text).status_code == 201
     _refused(home.call("DELETE", "/subscriptions/P1"), 409, "XSCL-S017")
-    assert sorted(home.log.current()) == ["P1", "R1"]
+    assert sorted(home.log.current()) == ["alice~P1", "alice~R1"]
     assert home.call("DELETE", "/subscriptions/R1").status_code == 200
     assert home.call("DELETE", "/subscriptions/P1").status_code == 200
+    # another client's reader keeps it too, and is not named to this client
+    assert home.subscribe(f"P1: {JOIN} PUBLISH pub;").status_code == 201
+    reader = "BR: pub/result[./a->r] FOLLOWED BY {r = z, 1h} S//c->z;"
+    assert home.subscribe(reader, "bob").status_code == 201
+    body = _refused(home.call("DELETE", "/subscriptions/P1"), 409, "XSCL-S017")
+    assert "bob" not in body["message"] and "BR" not in body["message"]
+    admin = _refused(home.call("DELETE", "/subscriptions/alice~P1", "root"), 409, "XSCL-S017")
+    assert "bob~BR" in admin["message"]
 
 
 def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> None:
@@ -287,7 +358,8 @@ def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> Non
     assert (body["line"], body["errors"][0]["line"]) == (2, 2)
     assert home.registry() == []
     assert home.subscribe(f"K1: {JOIN};").status_code == 201
-    _refused(check(f"K1: {JOIN};", "bob"), 409, "XSCL-S011")
+    _refused(check(f"K1: {JOIN};"), 409, "XSCL-S011")
+    assert check(f"K1: {JOIN};", "bob").json() == {"ids": ["K1"]}  # bob's own K1
     _refused(check(f"K3: {JOIN};", None), 401, "XSCL-A001")
     assert home.registry() == [1]
 

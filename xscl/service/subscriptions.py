@@ -5,7 +5,9 @@ A job named NAME under ``--home HOME`` keeps its subscriptions in
 ``HOME/registry/NAME/``, an append-only log of numbered event files written
 atomically (``00000001.json``, ...), each a subscribe (the query file's text and
 the ids taken from it) or an unsubscribe (ids), with the API client that wrote it
-(``owner``, absent from the command line's events). ``xscl subscribe`` /
+(``owner``, absent from the command line's events). A client's subscribe event also
+names the client's ``namespace``: its queries' ids are kept as ``<client>~<id>``
+(``service.namespaces``), so that each client has ids of its own. ``xscl subscribe`` /
 ``xscl unsubscribe`` append events while the job runs; the job reads the log at
 the start of every micro-batch and applies the new events before that batch's
 documents, so a change takes effect within one micro-batch, without a restart
@@ -35,7 +37,9 @@ Runs on the driver and in the ``xscl subscribe`` process; no Spark import.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +52,7 @@ from xscl.lang.ast import Query
 from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_file
 from xscl.lang.validation import validate_all
+from xscl.service.namespaces import registry_id
 
 #: Digits of an event number in its file name.
 _DIGITS = 8
@@ -65,13 +70,18 @@ class SubscriptionEvent:
     #: the API client that wrote the event (``xscl api``); "" from the command line
     #: and in events written before owners were recorded
     owner: str = ""
+    #: whose ids the text's queries take (``service.namespaces``): the client's name
+    #: for an API client's subscribe, "" (ids as written) otherwise
+    namespace: str = ""
 
     def queries(self) -> list[Query]:
-        """The subscribed queries (in file order); empty for an unsubscribe."""
+        """The subscribed queries (in file order) with their registry ids; empty for an
+        unsubscribe."""
         if self.op != "subscribe":
             return []
-        wanted = set(self.ids)
-        return [q for q in parse_file(self.text, source=self.source).queries if q.qid in wanted]
+        return _in_namespace(
+            parse_file(self.text, source=self.source).queries, self.namespace, set(self.ids)
+        )
 
 
 class SubscriptionLog:
@@ -82,6 +92,12 @@ class SubscriptionLog:
         #: where ``record_applied`` writes (the job's epoch); default: the newest one
         self.applied_folder = Path(applied) if applied else _newest_applied(self.folder)
         self._cache: dict[int, SubscriptionEvent] = {}
+        #: the subscriptions and their owners after event ``_upto``, brought up to date
+        #: by applying only the newer events (events never change once written)
+        self._upto = 0
+        self._queries: dict[str, Query] = {}
+        self._owners: dict[str, str] = {}
+        self._catching_up = threading.Lock()
 
     # ---------------------------------------------------------------- reading
     def versions(self) -> list[int]:
@@ -108,6 +124,7 @@ class SubscriptionLog:
                 str(data.get("text", "")),
                 str(data.get("source", "")),
                 str(data.get("owner", "")),
+                str(data.get("namespace", "")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -120,36 +137,52 @@ class SubscriptionLog:
 
     def current(self, upto: int | None = None) -> dict[str, Query]:
         """The subscribed queries after every event (up to ``upto``), by id."""
+        if upto is None:
+            with self._catching_up:
+                self._catch_up()
+                return dict(self._queries)
         queries: dict[str, Query] = {}
         for event in self.events():
-            if upto is not None and event.version > upto:
+            if event.version > upto:
                 break
             apply_event(queries, event, SubscriptionEvent.queries)
         return queries
 
-    # ---------------------------------------------------------------- writing
     def owners(self) -> dict[str, str]:
         """The owner of each subscribed query (its subscribe event's owner), by id."""
-        owners: dict[str, str] = {}
-        for event in self.events():
+        with self._catching_up:
+            self._catch_up()
+            return dict(self._owners)
+
+    def _catch_up(self) -> None:
+        """Apply the events written since the last call (a writer takes number N+1 only
+        once N exists, so the numbers have no gaps)."""
+        for event in self.events(after=self._upto):
+            apply_event(self._queries, event, SubscriptionEvent.queries)
             for qid in event.ids:
                 if event.op == "subscribe":
-                    owners[qid] = event.owner
+                    self._owners[qid] = event.owner
                 else:
-                    owners.pop(qid, None)
-        return owners
+                    self._owners.pop(qid, None)
+            self._upto = event.version
 
-    def subscribe(self, text: str, *, source: str, owner: str = "") -> SubscriptionEvent:
-        """Validate a query file against the current subscriptions and append it.
+    # ---------------------------------------------------------------- writing
+    def subscribe(
+        self, text: str, *, source: str, owner: str = "", namespace: str = ""
+    ) -> SubscriptionEvent:
+        """Validate a query file against the current subscriptions and append it, its
+        ids in ``namespace`` (a client's name; "": as written).
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
-        good = self.check(text, source=source)
-        return self._append("subscribe", [q.qid for q in good], text, source, owner)
+        good = self.check(text, source=source, namespace=namespace)
+        ids = [q.qid for q in good]
+        return self._append("subscribe", ids, text, source, owner, namespace)
 
-    def check(self, text: str, *, source: str) -> list[Query]:
-        """The queries ``subscribe`` would add, or its ``SubscriptionError``; writes nothing."""
+    def check(self, text: str, *, source: str, namespace: str = "") -> list[Query]:
+        """The queries ``subscribe`` would add, with their registry ids, or its
+        ``SubscriptionError``; writes nothing. Only ids of ``namespace`` can be taken."""
         parsed = parse_file(text, source=source)
         good, invalid = validate_all(list(parsed.queries), text=text)
         errors = tuple(parsed.errors) + tuple(invalid)
@@ -158,7 +191,8 @@ class SubscriptionLog:
                 "XSCL-S010", f"{len(errors)} invalid quer(ies) in {source}", errors=errors
             )
         current = self.current()
-        taken = [q.qid for q in good if q.qid in current]
+        taken = [q.qid for q in good if registry_id(namespace, q.qid) in current]
+        good = _in_namespace(good, namespace)
         if taken:
             raise SubscriptionError.from_code(
                 "XSCL-S011",
@@ -185,7 +219,7 @@ class SubscriptionLog:
         return self._append("unsubscribe", wanted, "", "", owner)
 
     def _append(
-        self, op: str, ids: list[str], text: str, source: str, owner: str = ""
+        self, op: str, ids: list[str], text: str, source: str, owner: str = "", namespace: str = ""
     ) -> SubscriptionEvent:
         """Write the next event file atomically; concurrent writers get distinct numbers."""
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -198,6 +232,7 @@ class SubscriptionLog:
                 "text": text,
                 "source": source,
                 **({"owner": owner} if owner else {}),
+                **({"namespace": namespace} if namespace else {}),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -229,6 +264,18 @@ class SubscriptionLog:
 
     def _event_path(self, version: int) -> Path:
         return self.folder / f"{version:0{_DIGITS}d}.json"
+
+
+def _in_namespace(
+    queries: Iterable[Query], namespace: str, wanted: set[str] | None = None
+) -> list[Query]:
+    """``queries`` with their ids in ``namespace`` (those in ``wanted`` when given)."""
+    out = []
+    for query in queries:
+        rid = registry_id(namespace, query.qid)
+        if wanted is None or rid in wanted:
+            out.append(dataclasses.replace(query, qid=rid) if namespace else query)
+    return out
 
 
 def _newest_applied(folder: Path) -> Path:

@@ -4,5 +4,6 @@
 subscribe rate limit, ``metrics.py`` the counters of ``/metrics``, ``openapi.py`` the
 OpenAPI document, ``app.py`` the Starlette app (``create_app``); ``cli/api.py``
 starts it on uvicorn. It talks to the job only through the registry
-(``service.subscriptions``) and the results folder (``results.cursor``).
+(``service.subscriptions``, each client's ids in a namespace of its own:
+``service.namespaces``) and the results folder (``results.cursor``).
 """

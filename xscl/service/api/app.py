@@ -9,15 +9,21 @@ written atomically before the answer.
 
 Every refusal is a JSON body ``{"code", "message", "line", "column", "errors"}`` with
 a code of ``xscl.errors`` and a 4xx status, and changes nothing.
+
+Ids are per client (``service.namespaces``): a client's ``W1`` is ``<client>~W1`` in
+the registry and the job, and the client sees and names it ``W1``; another client's
+ids answer 404 as unknown ones do. An admin token works as the command line does:
+its subscriptions take their ids as written, and it names every subscription by its
+registry id (``alice~W1``), listed with its owner.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +44,8 @@ from xscl.service.api.metrics import Metrics
 from xscl.service.api.openapi import openapi_document
 from xscl.service.api.page import page_routes
 from xscl.service.api.tokens import Client, TokenStore
+from xscl.service.namespaces import QUERY_ID, REGISTRY_ID, local_id, registry_id
 from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog, publish_readers
-
-#: A subscription id as the language spells one (XSCL-P006), bounded.
-_QID = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,199}")
 
 #: HTTP status of each code a request can be refused with.
 _STATUS = {
@@ -116,14 +120,16 @@ class _Api:
         return self.tokens.lookup(token.strip())
 
     def owned(self, request: Request, client: Client) -> tuple[str, Query]:
-        """The subscription named in the path, if the client may see it (else A002)."""
+        """The registry id and query of the subscription named in the path, if the
+        client may see it (else A002)."""
         qid = str(request.path_params["qid"])
-        if not _QID.fullmatch(qid):
+        if not (REGISTRY_ID if client.admin else QUERY_ID).fullmatch(qid):
             raise ApiRequestError.from_code("XSCL-A002", f"{qid[:60]!r} is not a query id")
-        owner = self.log.owners().get(qid)
+        rid = registry_id(_namespace(client), qid)
+        owner = self.log.owners().get(rid)
         if owner is None or not (client.admin or owner == client.name):
             raise ApiRequestError.from_code("XSCL-A002", f"no subscription {qid!r}")
-        return qid, self.log.current()[qid]
+        return rid, self.log.current()[rid]
 
     async def body_text(self, request: Request) -> str:
         """The request's XSCL text: the body, or the ``text`` of a JSON body."""
@@ -186,28 +192,42 @@ class _Api:
 
         def append() -> SubscriptionEvent:
             with self.changing:
-                return self.log.subscribe(text, source=f"api:{client.name}", owner=client.name)
+                return self.log.subscribe(
+                    text,
+                    source=f"api:{client.name}",
+                    owner=client.name,
+                    namespace=_namespace(client),
+                )
 
         event = await run_in_threadpool(append)
         self.metrics.add("xscl_api_subscribed_queries_total", len(event.ids))
-        return JSONResponse({"ids": list(event.ids), "version": event.version}, 201)
+        return JSONResponse({"ids": _shown(client, event.ids), "version": event.version}, 201)
 
     async def check(self, request: Request) -> Response:
         """What ``subscribe`` would answer, changing nothing (a page checks as one types)."""
         client = self.client(request)
         text = await self.queries_text(request)
-        good = await run_in_threadpool(self.log.check, text, source=f"api:{client.name}")
-        return JSONResponse({"ids": [query.qid for query in good]})
+        good = await run_in_threadpool(
+            lambda: self.log.check(text, source=f"api:{client.name}", namespace=_namespace(client))
+        )
+        return JSONResponse({"ids": _shown(client, [query.qid for query in good])})
 
     async def listing(self, request: Request) -> Response:
         client = self.client(request)
 
         def visible() -> list[dict[str, str]]:
             owners, current = self.log.owners(), self.log.current()
+            namespace = _namespace(client)
+            shown = [
+                (qid, rid, owner)
+                for rid, owner in owners.items()
+                if (qid := local_id(namespace, rid)) is not None
+                and (client.admin or owner == client.name)
+                and rid in current
+            ]
             return [
-                {"id": qid, "owner": owner, "text": format_query(current[qid])}
-                for qid, owner in sorted(owners.items())
-                if (client.admin or owner == client.name) and qid in current
+                {"id": qid, "owner": owner, "text": format_query(replace(current[rid], qid=qid))}
+                for qid, rid, owner in sorted(shown)
             ]
 
         return JSONResponse({"subscriptions": await run_in_threadpool(visible)})
@@ -217,44 +237,60 @@ class _Api:
 
         def remove() -> SubscriptionEvent:
             with self.changing:
-                qid, _query = self.owned(request, client)
-                readers = publish_readers(self.log.current(), [qid])
+                rid, _query = self.owned(request, client)
+                readers = self.readers(client, rid)
                 if readers is not None:
                     raise SubscriptionError.from_code("XSCL-S017", readers)
-                return self.log.unsubscribe([qid], owner=client.name)
+                return self.log.unsubscribe([rid], owner=client.name)
 
         event = await run_in_threadpool(remove)
         for key in [k for k in self.windows if k[0] in event.ids]:  # on the event loop only
             del self.windows[key]
         self.metrics.add("xscl_api_unsubscribed_queries_total", len(event.ids))
-        return JSONResponse({"ids": list(event.ids), "version": event.version})
+        return JSONResponse({"ids": _shown(client, event.ids), "version": event.version})
+
+    def readers(self, client: Client, rid: str) -> str | None:
+        """Why removing ``rid`` would leave readers of the stream it PUBLISHes (None: it
+        would not), naming only subscriptions the client may see."""
+        current = self.log.current()
+        if publish_readers(current, [rid]) is None:
+            return None
+        namespace = _namespace(client)
+        visible = {
+            qid: query
+            for rid_, query in current.items()
+            if (qid := local_id(namespace, rid_)) is not None
+        }
+        own = publish_readers(visible, [local_id(namespace, rid) or rid])
+        return own or ("other subscriptions read the stream it PUBLISHes: it stays while they do")
 
     async def results(self, request: Request) -> Response:
         client = self.client(request)
-        qid, _query = await run_in_threadpool(self.owned, request, client)
+        rid, _query = await run_in_threadpool(self.owned, request, client)
         limit = _int_param(request, "limit", 100, 1, self.limits.max_page)
         after = request.query_params.get("after")
-        cursor = decode_cursor(after, qid) if after else None
-        got = await run_in_threadpool(page, self.results_root, qid, cursor, limit)
+        cursor = decode_cursor(after, rid) if after else None
+        got = await run_in_threadpool(page, self.results_root, rid, cursor, limit)
         self.metrics.add("xscl_api_results_served_total", len(got.records))
         encoded = got.cursor.encode() if got.cursor is not None else after
-        return JSONResponse({"results": got.records, "cursor": encoded})
+        records = _named(got.records, request)
+        return JSONResponse({"results": records, "cursor": encoded})
 
     async def invoke(self, request: Request) -> Response:
         client = self.client(request)
-        qid, query = await run_in_threadpool(self.owned, request, client)
+        rid, query = await run_in_threadpool(self.owned, request, client)
         now = int(time.time() * 1_000_000)
         window = query_window(query)
 
-        key = (qid, window)
+        key = (rid, window)
         structure = self.windows.get(key)
         if structure is None:
-            structure = self.windows.setdefault(key, ResultsWindow(self.results_root, qid, window))
+            structure = self.windows.setdefault(key, ResultsWindow(self.results_root, rid, window))
         records = await run_in_threadpool(structure.invoke, now)
         self.metrics.add("xscl_api_results_served_total", len(records))
         return JSONResponse(
             {
-                "results": records,
+                "results": _named(records, request),
                 "now_us": now,
                 "window_us": window,  # null: INF
             }
@@ -262,9 +298,10 @@ class _Api:
 
     async def feed(self, request: Request) -> Response:
         client = self.client(request)
-        qid, _query = await run_in_threadpool(self.owned, request, client)
-        path = self.results_root / "feeds" / f"{qid}.atom"
+        rid, _query = await run_in_threadpool(self.owned, request, client)
+        path = self.results_root / "feeds" / f"{rid}.atom"
         if not path.is_file():
+            qid = request.path_params["qid"]
             raise ApiRequestError.from_code("XSCL-A002", f"no feed for {qid!r} yet")
         return FileResponse(path, media_type="application/atom+xml")
 
@@ -286,6 +323,22 @@ class _Api:
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
+
+
+def _namespace(client: Client) -> str:
+    """Where the client's ids live: its own namespace, or the registry's for an admin."""
+    return "" if client.admin else client.name
+
+
+def _shown(client: Client, rids: Iterable[str]) -> list[str]:
+    """Registry ids as the client names them."""
+    return [local_id(_namespace(client), rid) or rid for rid in rids]
+
+
+def _named(records: Iterable[dict[str, Any]], request: Request) -> list[dict[str, Any]]:
+    """Result records with their ``query`` as the request named it."""
+    qid = str(request.path_params["qid"])
+    return [{**record, "query": qid} for record in records]
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:

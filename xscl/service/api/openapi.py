@@ -14,8 +14,14 @@ _ID = {
     "name": "qid",
     "in": "path",
     "required": True,
-    "description": "a subscribed query id (the client's own; an admin: any)",
-    "schema": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,199}$"},
+    "description": (
+        "a subscription id: a client's own, as it named it; an admin's: the registry "
+        "id, CLIENT~ID for a client's subscription"
+    ),
+    "schema": {
+        "type": "string",
+        "pattern": "^(?:[A-Za-z0-9_.-]{1,64}~)?[A-Za-z_][A-Za-z0-9_.-]{0,199}$",
+    },
 }
 
 
@@ -39,7 +45,9 @@ def openapi_document() -> dict[str, Any]:
                 "Subscribe XSCL queries to a running xscl job and read their results. "
                 "Every request but /health, /metrics and /openapi.json needs "
                 "'Authorization: Bearer TOKEN' ('xscl api token create NAME'). A client "
-                "sees only its own subscriptions; another client's id answers 404. "
+                "has ids of its own (two clients may both subscribe 'W1') and sees only its "
+                "own subscriptions; another client's id answers 404. An admin token sees "
+                "all, by registry id (CLIENT~ID), with their owners. "
                 "Refusals carry a stable code of docs/errors.md and change nothing."
             ),
         },
