@@ -71,14 +71,7 @@ from xscl.service.pair.file_lease import FileLease  # noqa: E402
 from xscl.service.pair.member import StandbyBoard  # noqa: E402
 
 FAULTS = (
-    "primary",
-    "cold",
-    "zombie",
-    "standby",
-    "poll",
-    "executor",
-    "disk-full",
-    "read-only",
+    "primary", "cold", "zombie", "standby", "poll", "executor", "disk-full", "read-only",
     "slow-sink",
 )
 QUICK = ("primary", "zombie", "standby")
@@ -173,15 +166,8 @@ def wait_until(what: str, check: Any, timeout: float = TIMEOUT, step: float = 0.
 class Pair:
     """Instances of one job on one home, the spool writer, and what they did."""
 
-    def __init__(
-        self,
-        work: Path,
-        docs: list[Document],
-        *,
-        master: str | None,
-        tmpfs: bool,
-        shim: Path | None,
-    ) -> None:
+    def __init__(self, work: Path, docs: list[Document], *, master: str | None, tmpfs: bool,
+                 shim: Path | None) -> None:
         self.work = work
         work.mkdir(parents=True, exist_ok=True)
         self.home = work / "home"
@@ -198,18 +184,8 @@ class Pair:
         (self.home / "spool").mkdir(parents=True, exist_ok=True)
         if self.results_mount is not None:
             self.results_mount.mkdir(parents=True, exist_ok=True)
-            subprocess.run(
-                [
-                    "mount",
-                    "-t",
-                    "tmpfs",
-                    "-o",
-                    f"size={TMPFS_SIZE}",
-                    "tmpfs",
-                    str(self.results_mount),
-                ],
-                check=True,
-            )
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
+                            str(self.results_mount)], check=True)
         self.lease = FileLease(self.home / "pair" / "xscl")
         self.board = StandbyBoard(self.home / "pair" / "xscl" / "standbys")
         self.counter = 0
@@ -217,30 +193,15 @@ class Pair:
     # ------------------------------------------------------------ processes
     def start(self) -> Job:
         self.counter += 1
-        argv = [
-            sys.executable,
-            "-m",
-            "xscl.spark_plugin.submit",
-            "--queries",
-            str(QUERIES),
-            "--home",
-            str(self.home),
-            "--max-records-per-batch",
-            str(PER_BATCH),
-            "--trigger-seconds",
-            "0.5",
-            "--quiet",
-        ]
+        argv = [sys.executable, "-m", "xscl.spark_plugin.submit", "--queries", str(QUERIES),
+                "--home", str(self.home), "--max-records-per-batch", str(PER_BATCH),
+                "--trigger-seconds", "0.5", "--quiet"]
         if self.master:
             argv += ["--master", self.master]
         env = {"PYTHONPATH": str(REPO)}
         if self.shim is not None:
-            env.update(
-                LD_PRELOAD=str(self.shim),
-                XSCL_SLOW_SWITCH=str(self.switch),
-                XSCL_SLOW_PATH=f"{self.home}/results/",
-                XSCL_SLOW_MS=str(SLOW_MS),
-            )
+            env.update(LD_PRELOAD=str(self.shim), XSCL_SLOW_SWITCH=str(self.switch),
+                       XSCL_SLOW_PATH=f"{self.home}/results/", XSCL_SLOW_MS=str(SLOW_MS))
         with _environ(env):
             job = Job(argv, self.work / f"instance-{self.counter}.log", self.work)
         self.instances.append(job)
@@ -269,10 +230,8 @@ class Pair:
         self.reap()
         for _ in range(1 + standbys - len(self.instances)):
             self.start()
-        wait_until(
-            "a primary and its standbys",
-            lambda: self.primary() is not None and len(self.standbys(warm)) >= standbys,
-        )
+        wait_until("a primary and its standbys",
+                   lambda: self.primary() is not None and len(self.standbys(warm)) >= standbys)
 
     def stop_all(self) -> None:
         for job in list(self.instances):
@@ -283,17 +242,8 @@ class Pair:
         """Append the next ``count`` documents with the spool writer (a subprocess)."""
         self.appended = min(len(self.docs), self.appended + count)
         writer = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WRITER,
-                str(self.home / "spool"),
-                str(self.source),
-                str(self.appended),
-            ],
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+            [sys.executable, "-c", WRITER, str(self.home / "spool"), str(self.source),
+             str(self.appended)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
         if wait:
             writer.wait(timeout=TIMEOUT)
         return writer
@@ -425,10 +375,8 @@ def round_executor(pair: Pair, warm: bool) -> tuple[float, str]:
     pair.ready(0, False)
     primary = pair.primary()
     assert primary is not None
-    executors = wait_until(
-        "two executor JVMs",
-        lambda: executor_pids(primary.pid) if len(executor_pids(primary.pid)) == 2 else None,
-    )
+    executors = wait_until("two executor JVMs", lambda: executor_pids(primary.pid)
+                           if len(executor_pids(primary.pid)) == 2 else None)
     before = pair.markers()
     pair.append(CHUNK)
     time.sleep(random.uniform(0.0, 1.0))
@@ -496,15 +444,9 @@ def round_slow_sink(pair: Pair, warm: bool) -> tuple[float, str]:
 
 
 ROUNDS = {
-    "primary": round_primary,
-    "cold": round_cold,
-    "zombie": round_zombie,
-    "standby": round_standby,
-    "poll": round_poll,
-    "executor": round_executor,
-    "disk-full": round_disk_full,
-    "read-only": round_read_only,
-    "slow-sink": round_slow_sink,
+    "primary": round_primary, "cold": round_cold, "zombie": round_zombie,
+    "standby": round_standby, "poll": round_poll, "executor": round_executor,
+    "disk-full": round_disk_full, "read-only": round_read_only, "slow-sink": round_slow_sink,
 }
 
 
@@ -513,12 +455,8 @@ def can_mount(work: Path) -> str | None:
     """None if a tmpfs can be mounted here, else why not."""
     probe = work / "mount-probe"
     probe.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)],
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return f"cannot mount a tmpfs: {done.stderr.strip() or done.returncode}"
     subprocess.run(["umount", str(probe)], check=False)
@@ -532,26 +470,15 @@ def build_shim(work: Path) -> tuple[Path | None, str | None]:
     work.mkdir(parents=True, exist_ok=True)
     source, shim = work / "slowsync.c", work / "slowsync.so"
     source.write_text(SHIM)
-    done = subprocess.run(
-        [compiler, "-shared", "-fPIC", "-O2", "-o", str(shim), str(source), "-ldl"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(shim), str(source),
+                           "-ldl"], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return None, f"the fsync shim does not build: {done.stderr.strip()[:200]}"
     return shim, None
 
 
-def run_phase(
-    work: Path,
-    faults: list[str],
-    rounds: int,
-    seed: int,
-    warm: bool,
-    outcomes: dict[str, Outcome],
-    master: str | None = None,
-) -> None:
+def run_phase(work: Path, faults: list[str], rounds: int, seed: int, warm: bool,
+              outcomes: dict[str, Outcome], master: str | None = None) -> None:
     """One pair on one home: every round of ``faults``, then the exactly-once check."""
     rng = random.Random(seed)
     random.seed(seed)
@@ -608,10 +535,7 @@ def status_disagrees(pair: Pair) -> list[str]:
     """What ``xscl status --json`` says that contradicts the caught-up job (empty: all)."""
     done = subprocess.run(
         [sys.executable, "-m", "xscl.cli.main", "status", "--home", str(pair.home), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
+        capture_output=True, text=True, check=False, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     if done.returncode != 0:
@@ -633,21 +557,14 @@ def table(outcomes: dict[str, Outcome]) -> str:
         if o.skipped:
             rows.append((name, "0", "-", "-", "-", "-", f"skipped: {o.skipped}"))
             continue
-        rows.append(
-            (
-                name,
-                str(len(o.seconds)),
-                str(o.lost),
-                str(o.duplicated),
-                f"{statistics.median(o.seconds):.2f}" if o.seconds else "-",
-                f"{max(o.seconds):.2f}" if o.seconds else "-",
-                "; ".join(o.notes) or "",
-            )
-        )
+        rows.append((
+            name, str(len(o.seconds)), str(o.lost), str(o.duplicated),
+            f"{statistics.median(o.seconds):.2f}" if o.seconds else "-",
+            f"{max(o.seconds):.2f}" if o.seconds else "-", "; ".join(o.notes) or "",
+        ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -678,15 +595,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pair_faults:
         run_phase(work / "pair", pair_faults, rounds, args.seed, not args.quick, outcomes)
     if "executor" in runnable:
-        run_phase(
-            work / "cluster",
-            ["executor"],
-            rounds,
-            args.seed,
-            False,
-            outcomes,
-            master="local-cluster[2,1,1024]",
-        )
+        run_phase(work / "cluster", ["executor"], rounds, args.seed, False, outcomes,
+                  master="local-cluster[2,1,1024]")
     if args.json:
         print(json.dumps({f: o.__dict__ for f, o in outcomes.items()}, sort_keys=True))
     else:

@@ -152,18 +152,9 @@ def instructions(args: list[str]) -> int:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
         done = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                __file__,
-                "--child",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+             __file__, "--child", *args],
+            capture_output=True, text=True, check=True,
         )
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:

@@ -64,32 +64,9 @@ PUBLISH_SHARE = 0.01
 _WORD = re.compile(r"[A-Za-z][A-Za-z-]{3,}")
 _STOP = frozenset(
     (
-        "with",
-        "from",
-        "that",
-        "this",
-        "your",
-        "have",
-        "will",
-        "what",
-        "about",
-        "into",
-        "more",
-        "than",
-        "when",
-        "they",
-        "their",
-        "been",
-        "were",
-        "after",
-        "over",
-        "just",
-        "some",
-        "also",
-        "only",
-        "like",
-        "each",
-        "which",
+        "with", "from", "that", "this", "your", "have", "will", "what", "about", "into", "more",
+        "than", "when", "they", "their", "been", "were", "after", "over", "just", "some", "also",
+        "only", "like", "each", "which",
     )
 )
 

@@ -127,12 +127,8 @@ def plan_a(spark: Any, folder: Path) -> Any:
     )
     return left.join(right, condition, "inner").select(
         F.col("l.value").alias("value"),
-        F.col("l.var").alias("var1"),
-        F.col("l.doc").alias("doc1"),
-        F.col("l.ts").alias("ts1"),
-        F.col("r.var").alias("var2"),
-        F.col("r.doc").alias("doc2"),
-        F.col("r.ts").alias("ts2"),
+        F.col("l.var").alias("var1"), F.col("l.doc").alias("doc1"), F.col("l.ts").alias("ts1"),
+        F.col("r.var").alias("var2"), F.col("r.doc").alias("doc2"), F.col("r.ts").alias("ts2"),
     )
 
 
@@ -230,10 +226,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="xscl-vj-"))
     spark = build_session(args.master, "xscl-value-join-bench", home=work / "home")
-    header = (
-        f"{'plan':<5}{'rows':>8}{'batches':>8}{'pairs':>10}{'first ms':>10}{'p50 ms':>9}"
-        f"{'max ms':>9}{'rows/s':>9}{'state':>9}"
-    )
+    header = f"{'plan':<5}{'rows':>8}{'batches':>8}{'pairs':>10}{'first ms':>10}{'p50 ms':>9}" \
+             f"{'max ms':>9}{'rows/s':>9}{'state':>9}"
     print(header)
     for rows in args.rows:
         data = generate(rows, args.batches)

@@ -115,13 +115,8 @@ def load_items() -> list[str]:
                 link = children.get("link")
                 href = "" if link is None else (link.get("href") or _text(link))
                 body = next(
-                    (
-                        children[n]
-                        for n in ("description", "summary", "content", "encoded")
-                        if n in children
-                    ),
-                    None,
-                )
+                    (children[n] for n in ("description", "summary", "content", "encoded")
+                     if n in children), None)
                 item = etree.Element("item")
                 etree.SubElement(item, "title").text = _text(children.get("title"))
                 etree.SubElement(item, "link").text = href
@@ -305,16 +300,10 @@ def drift_table(rounds: int) -> list[tuple[str, float]]:
         table.acquire(f.expression)
     compiled = compile_predicates(filters, PathTable(), table)
     words = " ".join(["lorem ipsum dolor sit amet consectetur adipiscing"] * 12)
-    phase1 = [
-        f"<item><title>t{i}</title><link>http://x/{i}</link>"
-        f"<description>{words}</description></item>"
-        for i in range(PHASE)
-    ]
-    phase2 = [
-        f"<item><title>t{i}</title><link>ftp://x/{i}</link>"
-        f"<description>{words} zq</description></item>"
-        for i in range(PHASE)
-    ]
+    phase1 = [f"<item><title>t{i}</title><link>http://x/{i}</link>"
+              f"<description>{words}</description></item>" for i in range(PHASE)]
+    phase2 = [f"<item><title>t{i}</title><link>ftp://x/{i}</link>"
+              f"<description>{words} zq</description></item>" for i in range(PHASE)]
     roots = [parse_document(x, ParseLimits()) for x in phase1 + phase2]
 
     def run(order: FilterOrder) -> float:
@@ -357,8 +346,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         off = _fmt_rate(r["s1_off"]) + ("" if off_items == ITEMS else f" n={off_items}")
         local_items = r["local_off"]["items"]
         local_off = _fmt_rate(r["local_off"]) + (
-            "" if local_items == ITEMS else f" n={local_items}"
-        )
+            "" if local_items == ITEMS else f" n={local_items}")
         print(
             f"| {r['kind']:8} | {r['count']:>9,} | {r['reg_cpu']:>9.1f}/{r['reg_wall']:<9.1f} "
             f"| {r['bytes']:>6,.0f} | {_fmt_rate(r['s1_on']):>22} | {off:>22} "
@@ -376,19 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="stop at 100k subscriptions")
     parser.add_argument("--sizes", help="comma-separated counts (instead of 1k..1M)")
     parser.add_argument("--kinds", help="comma-separated kinds (default: all)")
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=20.0,
-        help="CPU seconds for each run with the index off (default 20)",
-    )
+    parser.add_argument("--budget", type=float, default=20.0,
+                        help="CPU seconds for each run with the index off (default 20)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the drift table")
-    parser.add_argument(
-        "--log",
-        type=Path,
-        help="append each cell's result here (JSON lines) and reuse the cells "
-        "it already holds: an interrupted run goes on where it stopped",
-    )
+    parser.add_argument("--log", type=Path,
+                        help="append each cell's result here (JSON lines) and reuse the cells "
+                        "it already holds: an interrupted run goes on where it stopped")
     parser.add_argument("--cell", nargs=2, metavar=("KIND", "COUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cell:
@@ -413,15 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             if (kind, count) in logged:
                 rows.append(logged[(kind, count)])
                 continue
-            command = [
-                sys.executable,
-                __file__,
-                "--cell",
-                kind,
-                str(count),
-                "--budget",
-                str(args.budget),
-            ]
+            command = [sys.executable, __file__, "--cell", kind, str(count),
+                       "--budget", str(args.budget)]
             done = subprocess.run(command, check=True, capture_output=True, text=True)
             cell = json.loads(done.stdout.strip().splitlines()[-1])
             cell["load"] = _load()
