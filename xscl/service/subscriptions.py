@@ -65,6 +65,9 @@ class SubscriptionEvent:
     #: the API client that wrote the event (``xscl api``); "" from the command line
     #: and in events written before owners were recorded
     owner: str = ""
+    #: how far back the queries' history reaches, in microseconds (``--history``;
+    #: ``service.history``); None: the default (each query's window, capped)
+    history: int | None = None
 
     def queries(self) -> list[Query]:
         """The subscribed queries (in file order); empty for an unsubscribe."""
@@ -108,6 +111,7 @@ class SubscriptionLog:
                 str(data.get("text", "")),
                 str(data.get("source", "")),
                 str(data.get("owner", "")),
+                None if data.get("history") is None else int(data["history"]),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -139,14 +143,17 @@ class SubscriptionLog:
                     owners.pop(qid, None)
         return owners
 
-    def subscribe(self, text: str, *, source: str, owner: str = "") -> SubscriptionEvent:
-        """Validate a query file against the current subscriptions and append it.
+    def subscribe(
+        self, text: str, *, source: str, owner: str = "", history: int | None = None
+    ) -> SubscriptionEvent:
+        """Validate a query file against the current subscriptions and append it, with
+        the queries' ``history`` (microseconds; None: the default, ``service.history``).
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
         good = self.check(text, source=source)
-        return self._append("subscribe", [q.qid for q in good], text, source, owner)
+        return self._append("subscribe", [q.qid for q in good], text, source, owner, history)
 
     def check(self, text: str, *, source: str) -> list[Query]:
         """The queries ``subscribe`` would add, or its ``SubscriptionError``; writes nothing."""
@@ -185,7 +192,13 @@ class SubscriptionLog:
         return self._append("unsubscribe", wanted, "", "", owner)
 
     def _append(
-        self, op: str, ids: list[str], text: str, source: str, owner: str = ""
+        self,
+        op: str,
+        ids: list[str],
+        text: str,
+        source: str,
+        owner: str = "",
+        history: int | None = None,
     ) -> SubscriptionEvent:
         """Write the next event file atomically; concurrent writers get distinct numbers."""
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -198,6 +211,7 @@ class SubscriptionLog:
                 "text": text,
                 "source": source,
                 **({"owner": owner} if owner else {}),
+                **({"history": history} if history is not None else {}),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -269,7 +283,10 @@ def apply_event(
 
 def describe(event: SubscriptionEvent) -> dict[str, Any]:
     """A JSON-able summary of an event (what ``xscl subscribe`` prints)."""
-    return {"version": event.version, "op": event.op, "ids": list(event.ids)}
+    summary: dict[str, Any] = {"version": event.version, "op": event.op, "ids": list(event.ids)}
+    if event.history is not None:
+        summary["history_micros"] = event.history
+    return summary
 
 
 def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:
