@@ -13,12 +13,11 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from tests.history.kit import HOUR, QUERIES, doc, documents, live, spooled
 from tests.profiles import examples
 from tests.workloads import Workload, reference_records, workloads
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool, SpoolReader
-from xscl.engine import LocalEngine
-from xscl.engine.output import ResultRecord
 from xscl.lang.parser import parse_queries
 from xscl.results.cursor import query_window
 from xscl.service.history import (
@@ -30,32 +29,6 @@ from xscl.service.history import (
     scan,
 )
 
-HOUR = 3_600 * 1_000_000
-QUERIES = """
-coverage: adv/item[./cve->c] FOLLOWED BY {c = t, 3d} news/entry[./term->t];
-alone: adv/item[./cve = 'C1'];
-"""
-
-
-def _spooled(folder: Path, docs: Sequence[Document]) -> SpoolReader:
-    with Spool(folder, sync=False) as spool:
-        spool.append(docs)
-    return SpoolReader(folder)
-
-
-def _live(text: str, reader: SpoolReader, since: int, end: int) -> list[ResultRecord]:
-    """What the live job makes: the queries subscribed at offset ``since`` of a running
-    engine (``add_query(only_new_documents=True)``, the job's ``since``)."""
-    engine = LocalEngine([])
-    for _offset, doc in reader.iter_range(0, since):
-        engine.process([doc])
-    for query in parse_queries(text):
-        engine.add_query(query, only_new_documents=True)
-    out: list[ResultRecord] = []
-    for _offset, doc in reader.iter_range(since, end):
-        out.extend(engine.process([doc]))
-    return out
-
 
 def _canonical(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True) for r in records)
@@ -65,30 +38,20 @@ def _check_contract(text: str, reader: SpoolReader, span: HistorySpan, end: int)
     """History ∪ live = the reference over the spool's ``[span.start, end)``; no result
     on both paths; the number of history results."""
     history = scan(parse_queries(text), reader, span, end)
-    live = _live(text, reader, span.since, end)
-    both = {r.result_id for r in history} & {r.result_id for r in live}
+    made_live = live(text, reader, span.since, end)
+    both = {r.result_id for r in history} & {r.result_id for r in made_live}
     assert not both, f"made twice: {sorted(both)}"
     assert len({r.result_id for r in history}) == len(history)
     spooled = [doc for _offset, doc in reader.iter_range(span.start, end)]
     expected = reference_records(text, spooled)
-    got = [r.to_json_dict() for r in [*history, *live]]
+    got = [r.to_json_dict() for r in [*history, *made_live]]
     assert _canonical(got) == _canonical(expected)
     return len(history)
 
 
-def _doc(stream: str, i: int, cve: str) -> Document:
-    xml = (
-        f"<item><cve>{cve}</cve></item>"
-        if stream == "adv"
-        else f"<entry><term>{cve}</term></entry>"
-    )
-    return Document(stream, f"{stream}{i}", i * 6 * HOUR, xml)
-
-
 def test_history_with_a_join_across_the_subscription(tmp_path: Path) -> None:
     # every 6 hours an advisory or a news entry about C0..C3: 40 documents, 10 days
-    docs = [_doc("adv" if i % 3 == 0 else "news", i, f"C{i % 4}") for i in range(40)]
-    reader = _spooled(tmp_path / "spool", docs)
+    reader = spooled(tmp_path / "spool", documents())
     since = 30
     coverage = parse_queries(QUERIES)[0]
     assert default_history(query_window(coverage)) == 3 * 24 * HOUR
@@ -105,16 +68,16 @@ def test_history_with_a_join_across_the_subscription(tmp_path: Path) -> None:
 
 
 def test_the_span_follows_the_spools_clock_and_its_retention(tmp_path: Path) -> None:
-    docs = [_doc("adv", i, "C0") for i in range(20)]
+    docs = [doc("adv", i, "C0") for i in range(20)]
     docs.insert(10, Document("news", "late", 0, "<entry><term>C0</term></entry>"))
-    reader = _spooled(tmp_path / "spool", docs)
+    reader = spooled(tmp_path / "spool", docs)
     # offset 14 holds day 13*6h: four steps back is offset 9; the late document at offset
     # 10 (ts 0) is inside the span, as it arrived within it, and does not move the clock
     assert history_span(reader, 15, 4 * 6 * HOUR) == HistorySpan(9, 15, 13 * 6 * HOUR)
     assert history_span(reader, 15, 0).empty and history_span(reader, 0, HOUR).empty
     assert history_span(reader, 15, DEFAULT_INF_HISTORY).start == 0
     with Spool(tmp_path / "spool", sync=False, segment_bytes=200) as spool:
-        spool.append([_doc("adv", i, "C0") for i in range(20, 60)])
+        spool.append([doc("adv", i, "C0") for i in range(20, 60)])
         spool.compact(20 * 6 * HOUR)
         first = spool.first_offset()
     assert first > 0
@@ -136,7 +99,7 @@ def test_history_and_live_are_the_reference_from_the_start(
 ) -> None:
     assume("PUBLISH" not in workload.text)
     folder = tmp_path_factory.mktemp("spool")
-    reader = _spooled(folder, workload.docs)
+    reader = spooled(folder, workload.docs)
     end = reader.next_offset()
     since = data.draw(st.integers(0, end), label="since")
     duration = data.draw(st.sampled_from([0, 1_000_000, 2_500_000, 10**12]), label="history")

@@ -1,0 +1,117 @@
+"""History on subscribe on Spark: a subscription's history scanned as a batch job on
+the executors (docs/architecture.md, "History on subscribe").
+
+The scan is the job's own plan (``job.plan``) run once (``availableNow``) over the job's
+spool from the history's first offset to ``end``, with a registry of its own holding
+only the new queries (event 1: they see every document of the scan, so they are
+subscribed at ``span.start``), into a results folder of its own. Stage 1, the join
+groups and the result parts run in executor tasks as in the live job; the driver only
+plans, then reads the committed records and keeps those the history owns
+(``service.history``: a document before ``since``). To tell them apart the driver reads
+the keys of ``[since, end)`` only: the documents that arrived after the subscription,
+few next to the history.
+
+Then ``commit_history`` publishes them under ``HOME/results/NAME/history/<event>/``
+with the results' commit protocol (``results.commit``): each scan is one batch of that
+folder, its parts renamed and then its marker written, so a scan interrupted by kill -9
+left nothing visible and is run again; a later scan (the mixed results, once the
+history closes) commits only the result ids no earlier batch holds.
+
+Runs on the driver (planning and the commit, once per scan); the tasks are the job's
+(``job/``), so what they pickle is what the job's tasks pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from xscl.connectors.spool import SpoolReader
+from xscl.lang.parser import parse_file
+from xscl.service.history import HistorySpan
+
+#: The folder, under a job's results, of the history scans' committed results.
+HISTORY_FOLDER = "history"
+
+
+def scan_on_spark(
+    spark: Any,
+    *,
+    spool: str | Path,
+    text: str,
+    span: HistorySpan,
+    end: int,
+    allowed_lateness: int | None = None,
+    scratch: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """The history's results of the queries of ``text`` over ``[span.start, end)`` of the
+    spool (``end`` at least ``span.since``), as result records (JSON dicts), by result id.
+    ``scratch``: where the scan's registry, checkpoint and results go (removed after)."""
+    from xscl.results.read import read_results
+    from xscl.service.subscriptions import SubscriptionLog
+    from xscl.spark_plugin.batch import _run_once
+    from xscl.spark_plugin.job.plan import JobPlan
+
+    end = max(end, span.since)
+    if span.start >= end:
+        return []
+    work = Path(tempfile.mkdtemp(prefix="xscl-history-", dir=scratch))
+    try:
+        SubscriptionLog(work / "registry").subscribe(text, source="history")
+        plan = JobPlan(
+            spool=str(spool),
+            registry=str(work / "registry"),
+            output=str(work / "results"),
+            checkpoint=str(work / "checkpoint"),
+            name=f"xscl_history_{uuid.uuid4().hex}",
+            allowed_lateness=allowed_lateness,
+            once=True,
+            start_offset=span.start,
+            end_offset=end,
+        )
+        _run_once(spark, plan)
+        records = list(read_results(work / "results"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    live = {doc.key for _offset, doc in SpoolReader(spool).iter_range(span.since, end)}
+    published = {q.publish for q in parse_file(text).queries if q.publish is not None}
+    owned = [r for r in records if _owned(r, live, published)]
+    return sorted(owned, key=lambda r: (r["query"], r["result_id"]))
+
+
+def _owned(record: dict[str, Any], live: set[tuple[str, str]], published: set[str]) -> bool:
+    """A spool document of ``record`` is not among the live ones: it is in the history
+    (a document PUBLISHed inside the scan does not decide, as in ``service.history``)."""
+    return any(
+        (doc["stream"], doc["docid"]) not in live
+        for doc in record["docs"]
+        if doc["stream"] not in published
+    )
+
+
+def commit_history(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Publish the records no earlier scan of ``folder`` committed, as its next batch
+    (``results.commit``: the part renamed, then the marker); how many (driver)."""
+    from xscl.connectors.durable import write_synced
+    from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
+    from xscl.results.read import committed_markers, read_results
+
+    root = Path(folder)
+    clear_staging(root)  # a scan killed before its marker left only staging files
+    known = {r["result_id"] for r in read_results(root)} if root.is_dir() else set()
+    fresh = [r for r in records if r["result_id"] not in known]
+    if not fresh:
+        return 0
+    batch = f"{len(committed_markers(root)):020d}"
+    staging = root / STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    part = staging / f"history-{batch}-{uuid.uuid4().hex}.jsonl"
+    lines = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in fresh)
+    write_synced(part, lines.encode("utf-8"))
+    commit_batch(root, batch, [StagedPart(0, str(part), len(fresh))])
+    return len(fresh)
