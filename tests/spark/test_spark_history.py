@@ -17,7 +17,8 @@ from tests.workloads import reference_records
 from xscl.lang.parser import parse_queries
 from xscl.results.read import read_results
 from xscl.service.history import history_span, scan
-from xscl.spark_plugin.history_scan import commit_history, scan_on_spark
+from xscl.service.history_runs import commit
+from xscl.spark_plugin.history_scan import scan_on_spark
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +39,7 @@ def test_history_scan_on_spark(spark: Any, tmp_path: Path) -> None:
     assert _lines(whole + made_live) == _lines(reference_records(QUERIES, spooled_docs))
     # published once: the first scan's, then only the joins with later documents
     folder = tmp_path / "history" / "2"
-    assert commit_history(folder, first) == len(first) > 0
-    assert commit_history(folder, whole) == len(whole) - len(first) > 0
-    assert commit_history(folder, whole) == 0
+    assert commit(folder, first) == len(first) > 0
+    assert commit(folder, whole) == len(whole) - len(first) > 0
+    assert commit(folder, whole) == 0
     assert _lines(list(read_results(folder))) == _lines(whole)

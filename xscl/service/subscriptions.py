@@ -144,16 +144,24 @@ class SubscriptionLog:
         return owners
 
     def subscribe(
-        self, text: str, *, source: str, owner: str = "", history: int | None = None
+        self,
+        text: str,
+        *,
+        source: str,
+        owner: str = "",
+        history: int | None = None,
+        only: Sequence[str] | None = None,
     ) -> SubscriptionEvent:
         """Validate a query file against the current subscriptions and append it, with
-        the queries' ``history`` (microseconds; None: the default, ``service.history``).
+        the queries' ``history`` (microseconds; None: the default, ``service.history``);
+        ``only``: subscribe these ids of the file (None: all).
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
         good = self.check(text, source=source)
-        return self._append("subscribe", [q.qid for q in good], text, source, owner, history)
+        ids = [q.qid for q in good if only is None or q.qid in only]
+        return self._append("subscribe", ids, text, source, owner, history)
 
     def check(self, text: str, *, source: str) -> list[Query]:
         """The queries ``subscribe`` would add, or its ``SubscriptionError``; writes nothing."""

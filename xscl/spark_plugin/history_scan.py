@@ -11,11 +11,8 @@ plans, then reads the committed records and keeps those the history owns
 the keys of ``[since, end)`` only: the documents that arrived after the subscription,
 few next to the history.
 
-Then ``commit_history`` publishes them under ``HOME/results/NAME/history/<event>/``
-with the results' commit protocol (``results.commit``): each scan is one batch of that
-folder, its parts renamed and then its marker written, so a scan interrupted by kill -9
-left nothing visible and is run again; a later scan (the mixed results, once the
-history closes) commits only the result ids no earlier batch holds.
+``SparkScanner`` is this scan as the ``HistoryScanner`` that ``xscl serve``'s
+``service.history_runs.HistoryRuns`` runs between micro-batches.
 
 Runs on the driver (planning and the commit, once per scan); the tasks are the job's
 (``job/``), so what they pickle is what the job's tasks pickle.
@@ -23,20 +20,17 @@ Runs on the driver (planning and the commit, once per scan); the tasks are the j
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xscl.connectors.spool import SpoolReader
 from xscl.lang.parser import parse_file
 from xscl.service.history import HistorySpan
-
-#: The folder, under a job's results, of the history scans' committed results.
-HISTORY_FOLDER = "history"
 
 
 def scan_on_spark(
@@ -46,12 +40,14 @@ def scan_on_spark(
     text: str,
     span: HistorySpan,
     end: int,
+    ids: Sequence[str] | None = None,
     allowed_lateness: int | None = None,
     scratch: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The history's results of the queries of ``text`` over ``[span.start, end)`` of the
-    spool (``end`` at least ``span.since``), as result records (JSON dicts), by result id.
-    ``scratch``: where the scan's registry, checkpoint and results go (removed after)."""
+    """The history's results of the queries ``ids`` (None: all) of ``text`` over
+    ``[span.start, end)`` of the spool (``end`` at least ``span.since``), as result
+    records (JSON dicts), by result id. ``scratch``: where the scan's registry,
+    checkpoint and results go (removed after)."""
     from xscl.results.read import read_results
     from xscl.service.subscriptions import SubscriptionLog
     from xscl.spark_plugin.batch import _run_once
@@ -62,7 +58,7 @@ def scan_on_spark(
         return []
     work = Path(tempfile.mkdtemp(prefix="xscl-history-", dir=scratch))
     try:
-        SubscriptionLog(work / "registry").subscribe(text, source="history")
+        SubscriptionLog(work / "registry").subscribe(text, source="history", only=ids)
         plan = JobPlan(
             spool=str(spool),
             registry=str(work / "registry"),
@@ -79,7 +75,8 @@ def scan_on_spark(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     live = {doc.key for _offset, doc in SpoolReader(spool).iter_range(span.since, end)}
-    published = {q.publish for q in parse_file(text).queries if q.publish is not None}
+    queries = [q for q in parse_file(text).queries if ids is None or q.qid in ids]
+    published = {q.publish for q in queries if q.publish is not None}
     owned = [r for r in records if _owned(r, live, published)]
     return sorted(owned, key=lambda r: (r["query"], r["result_id"]))
 
@@ -94,24 +91,26 @@ def _owned(record: dict[str, Any], live: set[tuple[str, str]], published: set[st
     )
 
 
-def commit_history(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Publish the records no earlier scan of ``folder`` committed, as its next batch
-    (``results.commit``: the part renamed, then the marker); how many (driver)."""
-    from xscl.connectors.durable import write_synced
-    from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
-    from xscl.results.read import committed_markers, read_results
+@dataclass(frozen=True)
+class SparkScanner:
+    """``service.history_runs.HistoryScanner`` on Spark: ``scan_on_spark`` in the job's
+    session (driver, once per scan a ``HistoryRuns`` step owes)."""
 
-    root = Path(folder)
-    clear_staging(root)  # a scan killed before its marker left only staging files
-    known = {r["result_id"] for r in read_results(root)} if root.is_dir() else set()
-    fresh = [r for r in records if r["result_id"] not in known]
-    if not fresh:
-        return 0
-    batch = f"{len(committed_markers(root)):020d}"
-    staging = root / STAGING
-    staging.mkdir(parents=True, exist_ok=True)
-    part = staging / f"history-{batch}-{uuid.uuid4().hex}.jsonl"
-    lines = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in fresh)
-    write_synced(part, lines.encode("utf-8"))
-    commit_batch(root, batch, [StagedPart(0, str(part), len(fresh))])
-    return len(fresh)
+    spark: Any
+    spool: str
+    allowed_lateness: int | None = None
+    scratch: str | None = None
+
+    def __call__(
+        self, text: str, ids: Sequence[str], span: HistorySpan, end: int
+    ) -> list[dict[str, Any]]:
+        return scan_on_spark(
+            self.spark,
+            spool=self.spool,
+            text=text,
+            ids=ids,
+            span=span,
+            end=end,
+            allowed_lateness=self.allowed_lateness,
+            scratch=self.scratch,
+        )
