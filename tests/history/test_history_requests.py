@@ -45,3 +45,12 @@ def test_the_api_takes_history_as_a_query_parameter(tmp_path: Path) -> None:
     assert refused.status_code == 400 and refused.json()["code"] == "XSCL-A006"
     log = SubscriptionLog(tmp_path / "registry" / "xscl")
     assert [(e.ids, e.history) for e in log.events()] == [(("A",), 36 * 3_600 * 1_000_000)]
+
+
+def test_an_event_written_before_histories_asks_for_none(tmp_path: Path) -> None:
+    log = SubscriptionLog(tmp_path)
+    log.subscribe(f"A: {JOIN};", source="a.xscl")  # the default: recorded as such
+    assert json.loads((tmp_path / "00000001.json").read_text())["history"] == "window"
+    old = {"version": 2, "op": "subscribe", "ids": ["B"], "text": f"B: {JOIN};", "source": ""}
+    (tmp_path / "00000002.json").write_text(json.dumps(old))
+    assert [e.history for e in SubscriptionLog(tmp_path).events()] == [None, 0]

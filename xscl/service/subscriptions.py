@@ -66,7 +66,8 @@ class SubscriptionEvent:
     #: and in events written before owners were recorded
     owner: str = ""
     #: how far back the queries' history reaches, in microseconds (``--history``;
-    #: ``service.history``); None: the default (each query's window, capped)
+    #: ``service.history``); None: the default (each query's window, capped). A subscribe
+    #: event written before histories were recorded has none: 0
     history: int | None = None
 
     def queries(self) -> list[Query]:
@@ -111,7 +112,7 @@ class SubscriptionLog:
                 str(data.get("text", "")),
                 str(data.get("source", "")),
                 str(data.get("owner", "")),
-                None if data.get("history") is None else int(data["history"]),
+                _history(data),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -219,7 +220,11 @@ class SubscriptionLog:
                 "text": text,
                 "source": source,
                 **({"owner": owner} if owner else {}),
-                **({"history": history} if history is not None else {}),
+                **(
+                    {"history": _WINDOW if history is None else history}
+                    if op == "subscribe"
+                    else {}
+                ),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -251,6 +256,17 @@ class SubscriptionLog:
 
     def _event_path(self, version: int) -> Path:
         return self.folder / f"{version:0{_DIGITS}d}.json"
+
+
+#: An event's ``history`` when none was asked for: each query's default.
+_WINDOW = "window"
+
+
+def _history(data: dict[str, Any]) -> int | None:
+    """An event file's history: microseconds, None for the default (``"window"``), 0 for a
+    subscribe event written before histories were recorded (it asked for none)."""
+    recorded = data.get("history", 0 if data.get("op") == "subscribe" else None)
+    return None if recorded in (None, _WINDOW) else int(recorded)
 
 
 def _newest_applied(folder: Path) -> Path:
