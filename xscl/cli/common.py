@@ -87,8 +87,6 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
 EXIT_REJECTED = 2
 
 
-
-
 # -- paths a command writes: say why not before the work, in one line -----------------
 
 #: What to do about an ``--output`` that cannot be written.

@@ -244,9 +244,7 @@ class Interrupts:
         self.requested.set()
 
 
-def _await(
-    query: Any, interrupts: Interrupts, every: Callable[[], object] | None = None
-) -> bool:
+def _await(query: Any, interrupts: Interrupts, every: Callable[[], object] | None = None) -> bool:
     """Wait for ``query`` to end (True), or for a Ctrl-C (False); raises the query's
     failure as Spark does. ``every``: called about every ``_STEP_SECONDS`` meanwhile
     (the history scans the subscriptions are owed, ``_history_runs``)."""
