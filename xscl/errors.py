@@ -340,6 +340,10 @@ class SpoolCorruptError(ConnectorIOError):
     default_code = "XSCL-C031"
 
 
+class SpoolExpiredError(ConnectorIOError):
+    default_code = "XSCL-C033"
+
+
 # -- documents: Stage 1 (xscl.xpath), lateness ----------------------------------------
 
 
@@ -535,6 +539,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-C030": ErrorCode(SpoolLockedError, "spool is locked by another writer"),
     "XSCL-C031": ErrorCode(SpoolCorruptError, "spool segment is corrupt (not a torn tail)"),
     "XSCL-C032": ErrorCode(SpoolEncodeError, "spool record cannot be encoded"),
+    "XSCL-C033": ErrorCode(SpoolExpiredError, "spool offset no longer retained (--retention)"),
     # Documents Stage 1 refuses (every engine and the reference), and definitions.
     "XSCL-X001": ErrorCode(XmlDocumentError, "the document is not well-formed XML"),
     "XSCL-X002": ErrorCode(XmlDocumentError, "the document is larger than the size limit"),

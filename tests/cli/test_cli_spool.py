@@ -1,5 +1,6 @@
-"""``xscl spool ls|cat``: per stream counts, offsets and time ranges; the documents as
-JSON Lines envelopes, filtered by stream, time and offset."""
+"""``xscl spool ls|cat|compact``: per stream counts, offsets and time ranges, the retained
+range; the documents as JSON Lines envelopes, filtered by stream, time and offset;
+``xscl poll --retention`` and ``xscl spool compact`` dropping the old documents."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from xscl.cli.main import main
 from xscl.connectors.document import Document, parse_ts
-from xscl.connectors.spool import Spool
+from xscl.connectors.spool import Spool, SpoolReader
 
 
 @pytest.fixture
@@ -45,6 +46,7 @@ def test_ls_summarizes_each_stream(spool: Path, capsys: pytest.CaptureFixture[st
             "oldest": "2026-01-01T09:00:00Z",
             "newest": "2026-01-01T09:00:00Z",
         },
+        {"retained": [0, 3]},
     ]
     assert main(["spool", "ls", str(spool)]) == 0
     out, err = capsys.readouterr()
@@ -96,3 +98,33 @@ def test_run_over_the_spool_history_equals_run_over_its_envelopes(
         main(["run", "--queries", str(queries), "--output", "x", "--input", "a", "--since", since])
         == 2
     )
+
+
+def test_retention_by_poll_and_compact_and_the_retained_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "spool"
+    day = 86_400 * 1_000_000
+    with Spool(folder, segment_bytes=300, sync=False) as writer:
+        writer.append([Document("s", f"d{i}", i * day, f"<d>{i}</d>") for i in range(20)])
+    with pytest.raises(SystemExit):  # argparse: exit 2 and the usage
+        main(["spool", "compact", str(folder), "--retention", "0"])
+    assert "must be positive" in capsys.readouterr().err
+    assert main(["spool", "compact", str(folder), "--retention", "5d"]) == 0
+    out = capsys.readouterr().out
+    first = int(out.rsplit("retained offsets ", 1)[1].split("..")[0])
+    assert first == 14 and out.startswith("dropped 14 documents")  # the clock at day 14 on
+    assert main(["spool", "ls", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert f"retained offsets {first}..19 ({first} older dropped by retention)" in err
+    assert main(["spool", "cat", str(folder)]) == 0
+    cat = [json.loads(line)["docid"] for line in capsys.readouterr().out.splitlines()]
+    assert cat == [f"d{i}" for i in range(first, 20)]
+    # xscl poll --retention compacts after its pass: a document of today (the file's time)
+    # moves the clock on, and every sealed segment is older than an hour before it
+    (tmp_path / "new.xml").write_text("<d>new</d>")
+    poll = ["poll", "--xml", "--spool", str(folder), "--stream", "s", "--retention", "1h"]
+    assert main([*poll, str(tmp_path / "new.xml")]) == 0
+    assert "retention: dropped" in capsys.readouterr().out
+    (active,) = folder.glob("*.active")
+    assert SpoolReader(folder).first_offset() == int(active.name.split(".")[0]) > first

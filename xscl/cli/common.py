@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from xscl.errors import XsclError, XsclSyntaxError
-from xscl.lang.ast import UNIT_MICROS, Query
+from xscl.lang.ast import Query
+from xscl.lang.durations import parse_duration as parse_duration
 from xscl.lang.parser import parse_file
 from xscl.lang.source import read_source
 from xscl.lang.validation import validate_all
@@ -85,23 +85,6 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
 #: error): ``xscl check`` and ``xscl cel check``; ``xscl cel run`` and ``xscl serve
 #: --cel-queries`` after running the file's valid queries (docs/cel.md 7).
 EXIT_REJECTED = 2
-
-
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def parse_duration(text: str) -> int:
-    """``'90s'``, ``'1h'``, ``'250ms'`` (no unit = seconds) -> microseconds.
-
-    Raises ``ValueError`` with a message fit for argparse.
-    """
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h, 2d, 250ms)")
-    amount, unit = match.group(1), match.group(2) or "s"
-    from decimal import Decimal
-
-    return int(Decimal(amount) * UNIT_MICROS[unit])
 
 
 # -- paths a command writes: say why not before the work, in one line -----------------

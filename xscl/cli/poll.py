@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xscl.cli.common import os_error_reason, unwritable_file, unwritable_folder
+from xscl.cli.spool import add_retention_option
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import STREAM_NAME, Document
 from xscl.connectors.feeds import FORMS
@@ -85,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=1.0,
         help="seconds between requests to one host (default 1)",
     )
+    add_retention_option(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     xml = parser.add_argument_group(
@@ -179,6 +181,7 @@ def _poll(args: argparse.Namespace, spool_dir: Path, state_path: Path, dead_path
                         sources, progress=None if args.quiet else _progress_printer()
                     )
                     _print_summary(summary, args, spool, dead_path)
+                    _compact(spool, args)
                     if args.once or args.interval is None:
                         break
                     _report_failures(summary, args.feeds, dead_path)
@@ -216,6 +219,7 @@ def _read_xml_files(args: argparse.Namespace, spool_dir: Path, dead_path: Path) 
                 if len(documents) >= 1_000:
                     commit()
         commit()
+        _compact(spool, args)
         summary = {"documents": new + duplicate, "new": new, "duplicate": duplicate,
                    "dead_letters": dead, "spool": str(spool.path), "stream": args.stream,
                    "next_offset": spool.next_offset()}  # fmt: skip
@@ -266,6 +270,16 @@ def _progress_printer() -> Callable[[PollSummary], None]:
         print(("\r" if tty else "") + line, end=end, file=sys.stderr, flush=True)
 
     return show
+
+
+def _compact(spool: Spool, args: argparse.Namespace) -> None:
+    """With ``--retention``: drop what the policy no longer keeps, one line when it did."""
+    if args.retention is None:
+        return
+    done = spool.compact(args.retention)
+    if done.dropped and not args.json:
+        print(f"retention: dropped {done.dropped} documents; retained offsets "
+              f"{done.first}..{spool.latest_offset()}", flush=True)  # fmt: skip
 
 
 def _print_summary(

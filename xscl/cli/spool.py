@@ -1,12 +1,16 @@
 """``xscl spool ls|cat``: what a durable spool holds.
 
 ``ls`` prints, per stream, how many documents the spool holds, their offsets and the
-range of their timestamps; ``cat`` prints the documents as JSON Lines envelopes (the
-form ``xscl run --input`` reads), optionally of one stream, from a time or an offset.
-Both read only committed records (``connectors.spool.SpoolReader``, no lock), so they
-run beside ``xscl poll`` and ``xscl serve``.
+range of their timestamps, and the retained range of offsets; ``cat`` prints the
+documents as JSON Lines envelopes (the form ``xscl run --input`` reads), optionally of
+one stream, from a time or an offset. Both read only committed records
+(``connectors.spool.SpoolReader``, no lock), so they run beside ``xscl poll`` and
+``xscl serve``. ``compact --retention D`` drops the records older than the retention
+(``connectors.retention``); it takes the writer's lock, so it runs when ``xscl poll``
+does not (``xscl poll --retention D`` compacts after every pass).
 
-Exit codes: 0 done; 2 a bad option or no spool at the path; 1 the spool cannot be read.
+Exit codes: 0 done; 2 a bad option or no spool at the path; 1 the spool cannot be read
+(or, for ``compact``, written: another writer holds it).
 """
 
 from __future__ import annotations
@@ -53,6 +57,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cat.add_argument("--from", dest="start", type=int, default=0, metavar="OFFSET")
     cat.add_argument("--limit", type=int, metavar="N", help="at most N documents")
     cat.set_defaults(func=run_cat)
+    compact = commands.add_parser(
+        "compact",
+        help="drop the documents older than --retention (the writer's lock is needed)",
+        epilog="for example:\n  $ xscl spool compact xscl-data/spool --retention 30d",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compact.add_argument("spool", metavar="SPOOL")
+    add_retention_option(compact, required=True)
+    compact.set_defaults(func=run_compact)
+
+
+def add_retention_option(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--retention D``: keep what arrived while the spool's clock was within D of its
+    newest timestamp (docs/architecture.md, "Connectors and the durable spool")."""
+    from xscl.cli.common import parse_duration
+
+    def duration(text: str) -> int:
+        try:
+            micros = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if micros <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return micros
+
+    parser.add_argument(
+        "--retention",
+        type=duration,
+        required=required,
+        metavar="D",
+        help=(
+            "keep the documents that arrived while the spool's newest timestamp was within D "
+            "of its newest now (e.g. 30d); older sealed segments are compacted away"
+        ),
+    )
 
 
 @dataclass
@@ -77,10 +116,19 @@ class StreamSummary:
 
 
 def _records(spool: Path, start: int = 0) -> Iterator[tuple[int, Document]]:
+    """The retained records from offset ``start`` on."""
     from xscl.connectors.spool import SpoolReader
 
     reader = SpoolReader(spool)
-    yield from reader.iter_range(start, reader.next_offset())
+    yield from reader.iter_range(max(start, reader.first_offset()), reader.next_offset())
+
+
+def retained_range(spool: Path) -> tuple[int, int]:
+    """The first retained offset and the next offset of the spool."""
+    from xscl.connectors.spool import SpoolReader
+
+    reader = SpoolReader(spool)
+    return reader.first_offset(), reader.next_offset()
 
 
 def summarize(spool: Path) -> list[StreamSummary]:
@@ -139,6 +187,7 @@ def run_ls(args: argparse.Namespace) -> int:
         return 2
     try:
         summary = summarize(spool)
+        first, end = retained_range(spool)
     except (OSError, XsclError) as exc:
         print(f"xscl spool ls: cannot read {spool}: {exc}", file=sys.stderr)
         return 1
@@ -150,9 +199,36 @@ def run_ls(args: argparse.Namespace) -> int:
                 f"{row.stream}\t{row.documents} documents\toffsets {row.first_offset}.."
                 f"{row.last_offset}\t{format_ts(row.oldest)} .. {format_ts(row.newest)}"
             )
-    if not args.json:
+    if args.json:
+        print(json.dumps({"retained": [first, end - 1]}))
+    else:
         total = sum(row.documents for row in summary)
-        print(f"{len(summary)} stream(s), {total} documents", file=sys.stderr)
+        dropped = f" ({first} older dropped by retention)" if first else ""
+        print(
+            f"{len(summary)} stream(s), {total} documents; retained offsets {first}..{end - 1}"
+            f"{dropped}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    from xscl.connectors.spool import Spool
+
+    spool = Path(args.spool)
+    if _no_spool("compact", spool):
+        return 2
+    try:
+        with Spool(spool) as writer:
+            done = writer.compact(args.retention)
+            end = writer.next_offset()
+    except (OSError, XsclError) as exc:
+        print(f"xscl spool compact: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"dropped {done.dropped} documents ({done.removed_segments} segment(s) removed); "
+        f"retained offsets {done.first}..{end - 1}"
+    )
     return 0
 
 

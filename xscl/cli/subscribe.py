@@ -3,7 +3,9 @@
 They edit (or list) the durable subscription log of the streaming job NAME under
 ``--home`` (``xscl.service.subscriptions``). A running ``xscl serve`` picks a
 change up at its next micro-batch: no restart, no state lost. A query subscribed
-while the job runs matches documents that arrive after it takes effect.
+while the job runs matches documents that arrive after it takes effect; ``--history
+D`` records how far back its history reaches (``xscl.service.history``: the results
+it would have had, subscribed D earlier).
 
 Exit codes: 0 done; 2 nothing done because of the input (an invalid query, an
 unknown or taken id, a PUBLISHed stream other queries still read, a missing or
@@ -44,6 +46,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     sub.add_argument("file", metavar="FILE.xscl")
+    sub.add_argument(
+        "--history",
+        type=_history,
+        metavar="D",
+        help=(
+            "give the queries their results over the spool's documents within D before "
+            "they take effect, e.g. 7d; 0: none (default: each query's window; INF or one "
+            "block: 7d; never before the spool's retained range)"
+        ),
+    )
     _job_options(sub)
     sub.set_defaults(func=run_subscribe)
     unsub = subparsers.add_parser(
@@ -71,6 +83,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(func=run_list)
 
 
+def _history(text: str) -> int:
+    from xscl.lang.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default="xscl-data", help="the job's home (default %(default)s)")
     parser.add_argument("--name", default=DEFAULT_NAME, help="the job's name (default %(default)s)")
@@ -87,7 +108,7 @@ def run_subscribe(args: argparse.Namespace) -> int:
     except (OSError, XsclSyntaxError) as exc:
         return cannot_read("subscribe", args.file, exc)
     try:
-        event = log.subscribe(text, source=args.file)
+        event = log.subscribe(text, source=args.file, history=args.history)
     except SubscriptionError as exc:
         print(f"xscl subscribe: {exc}", file=sys.stderr)
         print_errors(exc.errors, source=args.file)

@@ -49,7 +49,7 @@ def spool_names(spool: str | Path, sample: int = SAMPLE) -> dict[str, StreamName
     reader = SpoolReader(spool)
     end = reader.next_offset()
     names: dict[str, StreamNames] = defaultdict(StreamNames)
-    for _offset, doc in reader.iter_range(max(0, end - sample), end):
+    for _offset, doc in reader.iter_range(max(reader.first_offset(), end - sample), end):
         seen = names[doc.stream]
         seen.documents += 1
         if "form" in doc.meta:

@@ -41,6 +41,10 @@ Durability guarantees, precisely:
   only after the data ``fsync``, so a reader never sees a record that a crash could
   still take away, and never a torn one. ``HEAD`` itself is not ``fsync``-ed: after
   power loss it may lag (never lead) until the writer reopens.
+* Retention (``Spool.compact``, ``xscl.connectors.retention``): the oldest records can
+  be dropped, a prefix of the offsets; every other record keeps its offset. Reading a
+  dropped offset raises ``SpoolExpiredError`` (``XSCL-C033``); ``first_offset`` says
+  where the retained records start.
 """
 
 from __future__ import annotations
@@ -58,6 +62,14 @@ from types import TracebackType
 
 from xscl.connectors.document import Document, check_stream_name
 from xscl.connectors.durable import fsync_dir
+from xscl.connectors.retention import (
+    Compaction,
+    compact,
+    dropped_keys,
+    finish,
+    retained_from,
+    retention_cut,
+)
 from xscl.connectors.segment import (
     FRAME,
     FRAME_SIZE,
@@ -70,7 +82,7 @@ from xscl.connectors.segment import (
     scan_segment,
     segment_name,
 )
-from xscl.errors import SpoolCorruptError, SpoolLockedError
+from xscl.errors import SpoolCorruptError, SpoolExpiredError, SpoolLockedError
 
 #: Default size at which the active segment is sealed and a new one started.
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
@@ -122,6 +134,10 @@ def read_head(path: Path) -> int:
     raise SpoolCorruptError("HEAD file is unreadable", source=str(path / HEAD_NAME))
 
 
+class _SegmentGone(Exception):
+    """A segment a reader had indexed was removed (by compaction) before it read it."""
+
+
 @dataclass
 class _SegmentIndex:
     """Reader-side index of one segment: file position of each record it has walked."""
@@ -155,20 +171,35 @@ class SpoolReader:
         """The last committed offset, -1 when the spool is empty."""
         return self.next_offset() - 1
 
+    def first_offset(self) -> int:
+        """The first retained offset (0 unless retention dropped records)."""
+        return retained_from(self.path)
+
     def read(self, start: int, end: int) -> list[tuple[int, Document]]:
         """Committed records with ``start <= offset < end``, in offset order."""
         return list(self.iter_range(start, end))
 
     def iter_range(self, start: int, end: int) -> Iterator[tuple[int, Document]]:
-        """Like ``read`` but lazily, one segment span at a time."""
+        """Like ``read`` but lazily, one segment span at a time; ``SpoolExpiredError``
+        when the range starts below the first retained offset."""
         end = min(end, self.next_offset())
         offset = max(start, 0)
         while offset < end:
-            segment = self._segment_for(offset, end - 1)
+            try:
+                segment = self._segment_for(offset, end - 1)
+            except _SegmentGone:
+                self._check_retained(offset)
+                self._forget()
+                segment = self._segment_for(offset, end - 1)
             last = min(end, segment.base + segment.count)
             first_pos = segment.positions[offset - segment.base]
             end_pos = segment.positions[last - segment.base]
-            data = self._pread(segment.base, first_pos, end_pos - first_pos)
+            try:
+                data = self._pread(segment.base, first_pos, end_pos - first_pos)
+            except _SegmentGone:
+                self._check_retained(offset)
+                self._forget()
+                continue
             pos = 0
             for expected in range(offset, last):
                 problem, body_len = frame_at(data, pos, expected)
@@ -182,13 +213,27 @@ class SpoolReader:
                 pos += FRAME_SIZE + body_len
             offset = last
 
+    def _check_retained(self, offset: int) -> None:
+        first = self.first_offset()
+        if offset < first:
+            raise SpoolExpiredError(
+                f"offset {offset} is no longer retained: the spool holds offsets {first} "
+                f"to {self.next_offset() - 1} (its --retention dropped older records)",
+                source=str(self.path),
+            )
+
+    def _forget(self) -> None:
+        """Drop the index of every segment (compaction replaced some)."""
+        self._segments.clear()
+        self._bases = []
+
     def _open(self, base: int) -> int:
         for sealed in (False, True):
             try:
                 return os.open(self.path / segment_name(base, sealed=sealed), os.O_RDONLY)
             except FileNotFoundError:
                 continue
-        raise SpoolCorruptError(f"segment {base} disappeared", source=str(self.path))
+        raise _SegmentGone(base)
 
     def _pread(self, base: int, pos: int, size: int) -> bytes:
         fd = self._open(base)
@@ -223,6 +268,7 @@ class SpoolReader:
                 self._walk(segment, max(offset, until))
                 if offset < segment.base + segment.count:
                     return segment
+        self._check_retained(offset)
         raise SpoolCorruptError(
             f"committed offset {offset} not found in any segment", source=str(self.path)
         )
@@ -299,13 +345,16 @@ class Spool:
 
     # -- recovery -------------------------------------------------------------------
     def _recover(self) -> RecoveryReport:
+        #: the first retained offset; a compaction a crash interrupted is finished first
+        self._first = retained_from(self.path)
+        finish(self.path, self._first)
         segments = _list_segments(self.path)
         actives = [base for base, sealed in segments if not sealed]
         if len(actives) > 1 or (actives and actives[0] != segments[-1][0]):
             raise SpoolCorruptError(
                 "more than one active segment, or one before a sealed one", source=str(self.path)
             )
-        next_offset, truncated, problem = 0, 0, None
+        next_offset, truncated, problem = self._first, 0, None
         newest: int | None = None
         for base, sealed in segments:
             if base != next_offset:
@@ -336,6 +385,8 @@ class Spool:
             if scan.newest is not None:
                 newest = scan.newest if newest is None else max(newest, scan.newest)
             next_offset = base + len(scan.keys)
+        for key in dropped_keys(self.path):
+            self._index.setdefault(key, -1)  # dropped by retention: still a duplicate
         self._next = next_offset
         #: the newest timestamp of every record: each new record's ``newest_before``
         self._newest = newest
@@ -437,23 +488,40 @@ class Spool:
         if self.sync:
             os.fsync(self._active_fd)
 
+    def compact(self, retention: int) -> Compaction:
+        """Drop the records older than ``retention`` microseconds (``connectors.retention``:
+        the policy and the crash-safe steps); the active segment is kept whole."""
+        if self._active_fd < 0:
+            raise ValueError("spool is closed")
+        if self._newest is None:
+            return Compaction(self._first, self._first, 0, 0, False)
+        sealed_end = self._active_base
+        cut = retention_cut(self.path, self._first, sealed_end, self._newest, retention)
+        done = compact(self.path, self._first, cut, sealed_end)
+        self._first = done.first
+        return done
+
     # -- reading and queries ------------------------------------------------------------
     def next_offset(self) -> int:
         return self._next
+
+    def first_offset(self) -> int:
+        """The first retained offset (0 unless retention dropped records)."""
+        return self._first
 
     def latest_offset(self) -> int:
         """The last committed offset, -1 when the spool is empty."""
         return self._next - 1
 
     def offset_of(self, stream: str, docid: str) -> int | None:
-        """The offset of the document with this key, or None."""
+        """The offset of the document with this key (-1: dropped by retention), or None."""
         return self._index.get(dedup_key(stream, docid))
 
     def __contains__(self, key: tuple[str, str]) -> bool:
         return dedup_key(*key) in self._index
 
     def __len__(self) -> int:
-        return self._next
+        return self._next - self._first
 
     def read(self, start: int, end: int) -> list[tuple[int, Document]]:
         """Committed records with ``start <= offset < end`` (see ``SpoolReader.read``)."""

@@ -73,6 +73,10 @@ class SubscriptionEvent:
     #: whose ids the text's queries take (``service.namespaces``): the client's name
     #: for an API client's subscribe, "" (ids as written) otherwise
     namespace: str = ""
+    #: how far back the queries' history reaches, in microseconds (``--history``;
+    #: ``service.history``); None: the default (each query's window, capped). A subscribe
+    #: event written before histories were recorded has none: 0
+    history: int | None = None
 
     def queries(self) -> list[Query]:
         """The subscribed queries (in file order) with their registry ids; empty for an
@@ -125,6 +129,7 @@ class SubscriptionLog:
                 str(data.get("source", "")),
                 str(data.get("owner", "")),
                 str(data.get("namespace", "")),
+                _history(data),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise SubscriptionError.from_code("XSCL-S014", f"cannot read {path}: {exc}") from exc
@@ -168,17 +173,26 @@ class SubscriptionLog:
 
     # ---------------------------------------------------------------- writing
     def subscribe(
-        self, text: str, *, source: str, owner: str = "", namespace: str = ""
+        self,
+        text: str,
+        *,
+        source: str,
+        owner: str = "",
+        namespace: str = "",
+        history: int | None = None,
+        only: Sequence[str] | None = None,
     ) -> SubscriptionEvent:
         """Validate a query file against the current subscriptions and append it, its
-        ids in ``namespace`` (a client's name; "": as written).
+        ids in ``namespace`` (a client's name; "": as written), with the queries'
+        ``history`` (microseconds; None: the default, ``service.history``); ``only``:
+        subscribe these ids of the file (None: all).
 
         Raises ``SubscriptionError`` (nothing is written) when a query is invalid,
         an id is taken, or PUBLISH would form a cycle.
         """
         good = self.check(text, source=source, namespace=namespace)
-        ids = [q.qid for q in good]
-        return self._append("subscribe", ids, text, source, owner, namespace)
+        ids = [q.qid for q in good if only is None or q.qid in only]
+        return self._append("subscribe", ids, text, source, owner, namespace, history)
 
     def check(self, text: str, *, source: str, namespace: str = "") -> list[Query]:
         """The queries ``subscribe`` would add, with their registry ids, or its
@@ -219,7 +233,14 @@ class SubscriptionLog:
         return self._append("unsubscribe", wanted, "", "", owner)
 
     def _append(
-        self, op: str, ids: list[str], text: str, source: str, owner: str = "", namespace: str = ""
+        self,
+        op: str,
+        ids: list[str],
+        text: str,
+        source: str,
+        owner: str = "",
+        namespace: str = "",
+        history: int | None = None,
     ) -> SubscriptionEvent:
         """Write the next event file atomically; concurrent writers get distinct numbers."""
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -233,6 +254,11 @@ class SubscriptionLog:
                 "source": source,
                 **({"owner": owner} if owner else {}),
                 **({"namespace": namespace} if namespace else {}),
+                **(
+                    {"history": _WINDOW if history is None else history}
+                    if op == "subscribe"
+                    else {}
+                ),
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -278,6 +304,17 @@ def _in_namespace(
     return out
 
 
+#: An event's ``history`` when none was asked for: each query's default.
+_WINDOW = "window"
+
+
+def _history(data: dict[str, Any]) -> int | None:
+    """An event file's history: microseconds, None for the default (``"window"``), 0 for a
+    subscribe event written before histories were recorded (it asked for none)."""
+    recorded = data.get("history", 0 if data.get("op") == "subscribe" else None)
+    return None if recorded in (None, _WINDOW) else int(recorded)
+
+
 def _newest_applied(folder: Path) -> Path:
     """``applied/e<newest epoch>`` when the job ran with epochs, else ``applied``."""
     applied = folder / "applied"
@@ -316,7 +353,10 @@ def apply_event(
 
 def describe(event: SubscriptionEvent) -> dict[str, Any]:
     """A JSON-able summary of an event (what ``xscl subscribe`` prints)."""
-    return {"version": event.version, "op": event.op, "ids": list(event.ids)}
+    summary: dict[str, Any] = {"version": event.version, "op": event.op, "ids": list(event.ids)}
+    if event.history is not None:
+        summary["history_micros"] = event.history
+    return summary
 
 
 def publish_readers(current: Mapping[str, Query], ids: Sequence[str]) -> str | None:

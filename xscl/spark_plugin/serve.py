@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -244,13 +244,48 @@ class Interrupts:
         self.requested.set()
 
 
-def _await(query: Any, interrupts: Interrupts) -> bool:
+def _await(query: Any, interrupts: Interrupts, every: Callable[[], object] | None = None) -> bool:
     """Wait for ``query`` to end (True), or for a Ctrl-C (False); raises the query's
-    failure as Spark does."""
+    failure as Spark does. ``every``: called about every ``_STEP_SECONDS`` meanwhile
+    (the history scans the subscriptions are owed, ``_history_runs``)."""
+    last = time.monotonic()
     while not interrupts.requested.is_set():
         if query.awaitTermination(0.5):
             return True
+        if every is not None and time.monotonic() - last >= _STEP_SECONDS:
+            every()
+            last = time.monotonic()
     return False
+
+
+#: How often the driver looks for history scans to run while the job streams.
+_STEP_SECONDS = 2.0
+
+
+def _history_runs(
+    r: ServeRequest, spark: Any, plan: Any, results_root: Path, lease: Any, epoch: int
+) -> Callable[[], object]:
+    """One step of the history scans the job owes (``service.history_runs``: Spark
+    batch jobs of the job's plan over each new subscription's history), run on the
+    driver between waits, only while this instance holds the lease at ``epoch``."""
+    from xscl.service.history_runs import HistoryRuns
+    from xscl.spark_plugin.history_scan import SparkScanner
+
+    scratch = r.home.root / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    runs = HistoryRuns(
+        SubscriptionLog(plan.registry, plan.applied),
+        str(r.spool),
+        results_root / "history",
+        SparkScanner(spark, str(r.spool), r.allowed_lateness, str(scratch)),
+        allowed_lateness=r.allowed_lateness,
+        report=lambda line: print(f"xscl serve: {line}", file=sys.stderr),
+    )
+
+    def step() -> object:
+        return runs.step() if lease.holds(epoch) else 0
+
+    return step
 
 
 def _fenced_exit(reason: str) -> None:
@@ -438,8 +473,11 @@ def _run_primary(
     if cel is not None and not r.once:
         cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
     ended = False
+    history = _history_runs(r, spark, plan, folders.results_root, lease, epoch)
     try:
-        ended = _await(query, interrupts)
+        ended = _await(query, interrupts, history)
+        if ended and query.exception() is None:
+            history()  # --once: the scans the run's subscriptions are owed, after it
         if ended and cel is not None and r.once and query.exception() is None:
             cel_query = _start_cel(spark, r, cel, epoch, log, plan.fence)
             ended = _await(cel_query, interrupts)

@@ -16,9 +16,11 @@ the offsets it logged) returns byte-identical rows. Only records below the spool
 Options (all strings, as Spark passes them):
 
 * ``path`` (required): the spool directory.
-* ``startOffset``: ``earliest`` (default), ``latest`` or a record offset; where a
-  *new* query starts (a restarted one resumes from its checkpoint).
-* ``endOffset`` (batch only): ``latest`` (default) or an exclusive record offset.
+* ``startOffset``: ``earliest`` (default: the first retained record), ``latest`` or a
+  record offset; where a *new* query starts (a restarted one resumes from its
+  checkpoint).
+* ``endOffset``: ``latest`` (default) or an exclusive record offset; a stream given one
+  stops growing there (a history scan, ``history_scan.py``).
 * ``maxRecordsPerBatch`` (streaming): at most this many records per micro-batch
   (default: all available). Batch reads split the range into partitions of this size.
 * ``recordsPerPartition``: records per Spark task within a range (default 10000).
@@ -259,7 +261,9 @@ def _to_batch(columns: tuple[list[Any], ...], schema: Any) -> Any:
 
 def _resolve(position: str, path: str) -> int:
     if position == "earliest":
-        return 0
+        from xscl.connectors.spool import SpoolReader
+
+        return SpoolReader(path).first_offset()  # the first retained record
     if position == "latest":
         return committed_end(path)
     return int(position)
@@ -325,11 +329,13 @@ class SpoolStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Pin the end of an ``availableNow`` run to the current committed end (driver, once)."""
-        self._target = committed_end(self.options.path)
+        self._target = min(
+            committed_end(self.options.path), _resolve(self.options.end, self.options.path)
+        )
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         """The end of the next micro-batch (driver, once per trigger)."""
-        end = committed_end(self.options.path)
+        end = _resolve(self.options.end, self.options.path)  # "latest": the committed end
         if self._target is not None:
             end = min(end, self._target)
         begin = int(start["offset"])

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from xscl.errors import ApiRequestError, ResultCursorError, SubscriptionError, XsclError
 from xscl.lang.ast import Query
+from xscl.lang.durations import parse_duration
 from xscl.lang.parser import parse_file
 from xscl.lang.printer import format_query
 from xscl.results.cursor import decode_cursor, page, query_window
@@ -188,6 +189,7 @@ class _Api:
         if not self.rate.allow(client.name):
             self.metrics.add("xscl_api_rate_limited_total")
             raise ApiRequestError.from_code("XSCL-A007")
+        history = _history_param(request)
         text = await self.queries_text(request)
 
         def append() -> SubscriptionEvent:
@@ -197,6 +199,7 @@ class _Api:
                     source=f"api:{client.name}",
                     owner=client.name,
                     namespace=_namespace(client),
+                    history=history,
                 )
 
         event = await run_in_threadpool(append)
@@ -350,6 +353,18 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
             "XSCL-A006", f"{name} must be an integer from {low} to {high}, not {raw[:20]!r}"
         )
     return int(raw)
+
+
+def _history_param(request: Request) -> int | None:
+    """``?history=D`` (a duration: ``7d``, ``12h``, ``0``): how far back the queries'
+    history reaches (``service.history``); None: the default."""
+    raw = request.query_params.get("history")
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError as exc:
+        raise ApiRequestError.from_code("XSCL-A006", f"history: {exc}"[:200]) from exc
 
 
 _Endpoint = Callable[[Request], Awaitable[Response]]

@@ -56,6 +56,23 @@ def openapi_document() -> dict[str, Any]:
             "/subscriptions": {
                 "post": {
                     "summary": "Subscribe the queries of an XSCL text",
+                    "parameters": [
+                        {
+                            "name": "history",
+                            "in": "query",
+                            "required": False,
+                            "description": (
+                                "give the queries their results over the spool's documents "
+                                "within this duration before they take effect (7d, 12h, 90m, "
+                                "0: none); default: each query's window, 7d for an INF "
+                                "window or one block, never before the spool's retained range"
+                            ),
+                            "schema": {
+                                "type": "string",
+                                "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)?$",
+                            },
+                        }
+                    ],
                     "requestBody": {
                         "required": True,
                         "content": {

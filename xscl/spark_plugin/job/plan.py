@@ -77,6 +77,10 @@ class JobPlan:
     #: JSON of the lease and epoch the sink checks before each commit (``sink.Fence``;
     #: None: no lease, as in ``xscl run --engine spark``)
     fence: str | None = None
+    #: the spool offsets the job reads, ``[start, end)`` (None: from the first retained
+    #: record; on, as the spool grows): a history scan's span (``spark_plugin.history_scan``)
+    start_offset: int | None = None
+    end_offset: int | None = None
 
 
 def start_job(spark: Any, plan: JobPlan) -> Any:
@@ -124,6 +128,10 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     )
     if plan.max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(plan.max_records_per_batch))
+    if plan.start_offset is not None:
+        reader = reader.option("startOffset", str(plan.start_offset))
+    if plan.end_offset is not None:
+        reader = reader.option("endOffset", str(plan.end_offset))
     routed = reader.load()
     joined = routed.groupBy("group").applyInPandasWithState(
         JoinGroups(

@@ -132,7 +132,8 @@ def _copy_newest(source: Path, target: Path, count: int) -> int:
     """Append the newest ``count`` committed records of spool ``source`` to a new spool."""
     reader = SpoolReader(source)
     end = reader.next_offset()
-    docs = [doc for _offset, doc in reader.iter_range(max(0, end - count), end)]
+    start = max(reader.first_offset(), end - count)
+    docs = [doc for _offset, doc in reader.iter_range(start, end)]
     with Spool(target, sync=False) as spool:
         spool.append(docs)
     return len(docs)

@@ -1,0 +1,104 @@
+"""History on subscribe on Spark, end to end: a query subscribed with ``--history`` to a
+running job; the scans the driver owes it (``service.history_runs`` with
+``spark_plugin.history_scan.SparkScanner``: the job's plan run once, availableNow, over
+the history) and the live job's results are disjoint, and together they are
+``xscl.reference``'s over the history and the new documents, as if the query had been
+subscribed at the history's start; a join of a history document with a live one is
+committed once, by the closing scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xscl.cli.main import main
+from xscl.connectors.document import Document
+from xscl.connectors.spool import Spool, SpoolReader
+from xscl.lang.parser import parse_file
+from xscl.reference import evaluate, make_document
+from xscl.results.read import read_results
+from xscl.service.history import history_span
+from xscl.service.history_runs import HistoryRuns
+from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.history_scan import SparkScanner
+from xscl.spark_plugin.job.plan import JobPlan, start_job
+
+pytestmark = pytest.mark.spark
+BY_AUTHOR = "by_author: S//item->i[./author->a] JOIN {a = b, INF} S//item->j[./author->b];\n"
+FOLLOW = (
+    "follow: S//item->i[./author->a][./tag->x] FOLLOWED BY {a = b AND x = y, 20s} "
+    "S//item->j[./author->b][./tag->y];\n"
+)
+BASE_TS = 1_149_156_000_000_000
+
+
+def _docs(start: int, count: int) -> list[Document]:
+    """Three seconds apart, in time order (no document is late under a lateness of 0)."""
+    return [
+        Document(
+            "S",
+            f"d{i}",
+            BASE_TS + i * 3_000_000,
+            f"<item><author>a{i % 3}</author><tag>g{i % 2}</tag></item>",
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> None:
+    home = ["--home", str(tmp_path / "home"), "--name", "job"]
+    registry = tmp_path / "home" / "registry" / "job"
+    spool_path, output = tmp_path / "spool", tmp_path / "out"
+    (tmp_path / "first.xscl").write_text(BY_AUTHOR, encoding="utf-8")
+    (tmp_path / "later.xscl").write_text(FOLLOW, encoding="utf-8")
+    assert main(["subscribe", str(tmp_path / "first.xscl"), *home]) == 0
+    plan = JobPlan(
+        spool=str(spool_path),
+        registry=str(registry),
+        output=str(output),
+        checkpoint=str(tmp_path / "checkpoint"),
+        name=f"history_{tmp_path.name}",
+        allowed_lateness=0,
+        trigger_seconds=0.2,
+        state_partitions=2,
+        buckets=8,
+    )
+    docs = _docs(0, 20)
+    with Spool(spool_path, sync=False) as spool:
+        query = start_job(spark, plan)
+        try:
+            spool.append(docs[:10])
+            query.processAllAvailable()
+            later = ["subscribe", str(tmp_path / "later.xscl"), "--history", "15s"]
+            assert main([*later, *home]) == 0
+            spool.append(docs[10:])
+            query.processAllAvailable()
+        finally:
+            query.stop()
+    assert query.exception() is None
+    log = SubscriptionLog(registry)
+    assert log.applied() == {1: 0, 2: 10}
+    runs = HistoryRuns(
+        log,
+        str(spool_path),
+        tmp_path / "history",
+        SparkScanner(spark, str(spool_path), 0, str(tmp_path)),
+        allowed_lateness=0,
+    )
+    # the clock (57 s) has passed the history's (27 s) + 20 s: first and closing scans
+    made = runs.step()
+    assert made > 0 and runs.step() == 0
+    history = list(read_results(tmp_path / "history" / "2"))
+    live = [r for r in read_results(output) if r["query"] == "follow"]
+    span = history_span(SpoolReader(spool_path), 10, 15_000_000)
+    assert (span.start, span.since) == (4, 10)  # 27 s - 15 s: the document at 12 s
+    assert {r["result_id"] for r in history}.isdisjoint(r["result_id"] for r in live)
+    queries = parse_file(FOLLOW).queries
+    reference = evaluate(queries, [make_document(d.stream, d.docid, d.ts_micros, d.xml)
+                                   for d in docs[span.start :]])  # fmt: skip
+    assert {r["result_id"] for r in history + live} == {r.result_id for r in reference}
+    assert len(history) + len(live) == len(reference)
+    crossing = [r for r in history if max(int(d["docid"][1:]) for d in r["docs"]) >= 10]
+    assert crossing, "a join of a history document with a live one, by the history"

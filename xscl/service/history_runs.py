@@ -1,0 +1,204 @@
+"""Which history scans a job owes, run as the subscriptions take effect (docs/architecture.md,
+"History on subscribe").
+
+``HistoryRuns.step`` runs on the job's driver between micro-batches (``xscl serve``).
+For each subscribe event the job has applied (its offset recorded, ``since``), its
+queries are grouped by history (the event's ``--history``, else each query's default,
+``service.history.default_history``), and per group it owes:
+
+1. the **first scan**, over ``[start, since)``: every result whose documents all lie in
+   the history; run at the first step after the event took effect, so its results are
+   committed within one scan's time of the subscription's first micro-batch;
+2. the **closing scan**, over ``[start, end)``, once the spool's clock has passed
+   ``closes_at`` (the history's clock plus the group's widest window plus the job's
+   allowed lateness): the joins of a history document with later ones. A group with an
+   INF window, or a job without ``--allowed-lateness``, never closes, so it gets the
+   first scan only (docs/architecture.md says what that leaves out).
+
+Each scan's results go to ``HOME/results/NAME/history/<event>/`` (``commit``: only the
+result ids not committed there before, the commit protocol's part-then-marker). Which
+scans are done is recorded after their commit in ``<event>/_scans.json``; a scan whose
+record a crash lost runs again and commits nothing twice.
+
+A scan is a ``HistoryScanner``: in process (``InProcessScanner``, tests and small
+jobs), or the job's plan on Spark (``spark_plugin.history_scan.SparkScanner``). No
+Spark import here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from xscl.connectors.durable import write_atomically
+from xscl.connectors.spool import SpoolReader
+from xscl.results.cursor import query_window
+from xscl.service.history import (
+    HistorySpan,
+    clock_at,
+    closes_at,
+    default_history,
+    history_span,
+    scan,
+)
+from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog
+
+#: The record of an event's scans, beside its committed results.
+SCANS_NAME = "_scans.json"
+
+
+class HistoryScanner(Protocol):
+    """The history results of the queries ``ids`` (registry ids) of subscribe ``event``
+    over ``[span.start, end)`` (``service.history``'s ownership applied), as result
+    records (JSON dicts)."""
+
+    def __call__(
+        self, event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan, end: int
+    ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class InProcessScanner:
+    """A scan by the in-process engine (``service.history.scan``), in the calling process."""
+
+    spool: str
+    allowed_lateness: int | None = None
+
+    def __call__(
+        self, event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan, end: int
+    ) -> list[dict[str, Any]]:
+        wanted = set(ids)
+        queries = [q for q in event.queries() if q.qid in wanted]
+        records = scan(
+            queries, SpoolReader(self.spool), span, end, allowed_lateness=self.allowed_lateness
+        )
+        return [record.to_json_dict() for record in records]
+
+
+@dataclass(frozen=True)
+class HistoryGroup:
+    """Queries of one event with one history: their ids, the history and widest window."""
+
+    ids: tuple[str, ...]
+    history: int
+    window: int | None
+
+
+def groups(event: SubscriptionEvent) -> list[HistoryGroup]:
+    """An event's queries grouped by their history (the event's, else each one's default)."""
+    by_history: dict[int, list[tuple[str, int | None]]] = {}
+    for query in event.queries():
+        window = query_window(query)
+        history = event.history if event.history is not None else default_history(window)
+        by_history.setdefault(history, []).append((query.qid, window))
+    out = []
+    for history, members in sorted(by_history.items()):
+        windows = [w for _qid, w in members]
+        widest = None if None in windows else max(w for w in windows if w is not None)
+        out.append(HistoryGroup(tuple(q for q, _w in members), history, widest))
+    return out
+
+
+@dataclass
+class HistoryRuns:
+    """The scans a job owes (see the module docstring); ``step`` once per micro-batch."""
+
+    log: SubscriptionLog
+    spool: str
+    folder: Path
+    scanner: HistoryScanner
+    allowed_lateness: int | None = None
+    #: where a scan's failure is said (one line; the stream goes on)
+    report: Callable[[str], None] = print
+    #: the events owed nothing more (not looked at again by this process)
+    finished: set[int] = field(default_factory=set)
+
+    def step(self) -> int:
+        """Run every scan due now; the results committed."""
+        applied = self.log.applied()
+        reader = SpoolReader(self.spool)
+        end = reader.next_offset()
+        committed = 0
+        for event in self._subscribes(applied):
+            try:
+                committed += self._event(event, applied[event.version], reader, end)
+            except Exception as exc:  # one line, and the stream goes on
+                self.report(f"history of registry event {event.version}: {exc}")
+        return committed
+
+    def _subscribes(self, applied: dict[int, int]) -> Iterable[SubscriptionEvent]:
+        return (
+            self.log.event(version)
+            for version in sorted(applied)
+            if version not in self.finished and self.log.event(version).op == "subscribe"
+        )
+
+    def _event(self, event: SubscriptionEvent, since: int, reader: SpoolReader, end: int) -> int:
+        folder = self.folder / str(event.version)
+        done = _read_scans(folder)
+        committed = 0
+        for group in groups(event):
+            key = str(group.history)
+            state = done.setdefault(key, {"first": False, "closed": False})
+            if state["first"] and state["closed"]:
+                continue
+            span = history_span(reader, since, group.history)
+            if span.empty:  # nothing before it (the registry's first event, ...)
+                state.update(first=True, closed=True)
+                continue
+            if not state["first"]:
+                records = self.scanner(event, group.ids, span, span.since)
+                committed += commit(folder, records)
+                state["first"] = True
+            close = closes_at(span, group.window, self.allowed_lateness)
+            if close is None:
+                state["closed"] = True  # never final: the first scan is all it gets
+            elif end > span.since and clock_at(reader, end - 1) >= close:
+                records = self.scanner(event, group.ids, span, end)
+                committed += commit(folder, records)
+                state["closed"] = True
+            _write_scans(folder, done)
+        if all(state["first"] and state["closed"] for state in done.values()):
+            self.finished.add(event.version)
+        return committed
+
+
+def _read_scans(folder: Path) -> dict[str, dict[str, bool]]:
+    try:
+        data: dict[str, dict[str, bool]] = json.loads((folder / SCANS_NAME).read_text())
+    except FileNotFoundError:
+        return {}
+    return data
+
+
+def _write_scans(folder: Path, done: dict[str, dict[str, bool]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomically(folder / SCANS_NAME, json.dumps(done, sort_keys=True).encode())
+
+
+def commit(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Publish the records no earlier scan of ``folder`` committed, as its next batch
+    (``results.commit``: the part renamed, then the marker); how many (driver)."""
+    import uuid
+
+    from xscl.connectors.durable import write_synced
+    from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
+    from xscl.results.read import committed_markers, read_results
+
+    root = Path(folder)
+    clear_staging(root)  # a scan killed before its marker left only staging files
+    known = {r["result_id"] for r in read_results(root)} if root.is_dir() else set()
+    fresh = [r for r in records if r["result_id"] not in known]
+    if not fresh:
+        return 0
+    batch = f"{len(committed_markers(root)):020d}"
+    staging = root / STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    part = staging / f"history-{batch}-{uuid.uuid4().hex}.jsonl"
+    lines = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in fresh)
+    write_synced(part, lines.encode("utf-8"))
+    commit_batch(root, batch, [StagedPart(0, str(part), len(fresh))])
+    return len(fresh)
