@@ -9,8 +9,17 @@ already used by another block is skipped (all documents of a match are
 distinct). At a trie leaf the R_T rows are filtered by Algorithm 3's window
 test, generalised to chains (spec 3.2), and each surviving row is a match.
 
-Candidates more than the plan's largest window away from the new document are
-skipped early (every pair of documents in a match lies within the last window).
+Candidates are filtered before any walk (docs/architecture.md, "Probing by the
+most selective value"):
+
+* by time: more than the plan's largest window away from the new document (every
+  pair of documents in a match lies within the last window), or, in a template
+  of FOLLOWED BY only, on the wrong side of it (its blocks' timestamps strictly
+  increase, spec 3.2);
+* by value: a document that lacks the value of a placed node that another of
+  its block's nodes must equal (``PlanStep.holds``). A hot value's slice (a
+  category, a prolific author) holds many documents; few also share the other
+  values of a join with several equalities.
 
 Example: for thesis d1 (book) then d2 (blog), role 1 of the Q1-Q3 template
 yields the rows Q1 and Q2 with docs (d1, d2) and nodes (0, 2, 4, 0, 2, 3) /
@@ -45,7 +54,7 @@ def match_document(
     docs: list[DocState | None] = [None] * template.block_count
     nodes: list[str] = [""] * template.size
     var_at: list[int] = [0] * template.size
-    reach = plan.max_window
+    offsets = block_offsets(plan)
     new_ts = new.ts
 
     def values_agree(checks: tuple[int, ...], meta: int, doc: DocState, node: str) -> bool:
@@ -73,24 +82,34 @@ def match_document(
         if kind == "new_root":
             yield from _joint(trie, new.nodes, var_at, meta, new)
             return
-        if kind == "value":
+        if kind == "value" or kind == "scan":
+            lo, hi = offsets[step.block]
+            needed = set()
+            for held in step.holds:
+                held_doc = docs[blocks[held]]
+                assert held_doc is not None
+                held_value = held_doc.values.get(nodes[held], "")
+                if not held_value:
+                    return  # empty values never join
+                needed.add(held_value)
+            if kind == "scan":
+                for doc in stored():
+                    if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
+                        yield from _joint(trie, doc.nodes, var_at, meta, doc)
+                return
             anchor = step.anchor
             anchor_doc = docs[blocks[anchor]]
             assert anchor_doc is not None
             value = anchor_doc.values.get(nodes[anchor], "")
             if not value:
                 return
+            needed.discard(value)  # every candidate holds the probed value
             part = slice_of(value)
             for var, sub in _common(trie, part):
                 var_at[meta] = var
                 for doc, node in part[var]:
-                    if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
+                    if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
                         yield sub, doc, node
-            return
-        if kind == "scan":
-            for doc in stored():
-                if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
-                    yield from _joint(trie, doc.nodes, var_at, meta, doc)
             return
         anchor = step.anchor
         anchor_var = var_at[anchor]
@@ -139,6 +158,29 @@ def match_document(
 
     docs[plan.role] = new
     yield from walk(0, plan.trie)
+
+
+#: no bound on a block's timestamp offset (an INF window)
+UNBOUNDED = 1 << 62
+
+
+def block_offsets(plan: RolePlan) -> list[tuple[int, int]]:
+    """Per block, the (least, greatest) ``ts - new.ts`` a document there can have in
+    a match: within the plan's largest window; in a template of FOLLOWED BY only,
+    strictly before the new document's block for an earlier block and strictly after
+    for a later one (spec 3.2's chain semantics: each block after the previous)."""
+    reach = UNBOUNDED if plan.max_window is None else plan.max_window
+    template = plan.template
+    ordered = all(kind == "FOLLOWED BY" for kind in template.kinds)
+    out = []
+    for block in range(template.block_count):
+        if ordered and block < plan.role:
+            out.append((-reach, -1))
+        elif ordered and block > plan.role:
+            out.append((1, reach))
+        else:
+            out.append((-reach, reach))
+    return out
 
 
 def _common(trie: dict[int, Any], index: Mapping[int, Any]) -> Iterator[tuple[int, Any]]:

@@ -18,8 +18,9 @@ ids some query of the template has at that position (a hash join with R_T whose
 build side is shared by all queries). Leaves hold the R_T rows.
 
 Example: thesis template [v1(v2,v3)] FOLLOWED BY [v4(v5,v6)] v2=v5 v3=v6, role 1:
-new_root v4, new_down v5 (from v4), value v2 (from v5), up v1 (from v2),
-new_down v6 (from v4), down v3 (from v1; checks v3=v6).
+new_root v4, new_down v5 (from v4), new_down v6 (from v4), value v2 (from v5;
+holds v6: a stored document without v6's value is skipped before any walk), up v1
+(from v2), down v3 (from v1; checks v3=v6).
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ class PlanStep:
     """Place meta-variable ``meta`` (of ``block``) by ``kind`` from ``anchor`` (-1 = none).
 
     ``checks`` are placed meta-variables (or ``meta`` itself, for ``x=x``) whose
-    value must equal this one's.
+    value must equal this one's. ``holds`` (a ``value`` or ``scan`` step, which
+    starts a block): placed meta-variables that a value edge joins to some other
+    node of this block, so a candidate document must hold each of their values
+    somewhere (``DocState.strings``) before it is worth placing.
     """
 
     meta: int
@@ -47,6 +51,7 @@ class PlanStep:
     kind: StepKind
     anchor: int
     checks: tuple[int, ...]
+    holds: tuple[int, ...] = ()
 
 
 @dataclass
@@ -125,10 +130,15 @@ def role_steps(
 
     Greedy, most selective first: after the new document's top node, prefer
     (1) a node of a started block whose parent is placed and that has a value
-    edge to a placed node (a probe that is also a filter), then (2) the first
-    node of an unstarted block reachable by a value edge (a view-cache probe),
-    climbing to its block's top, then (3) the new document's next node in
-    pre-order, then (4) any other node whose parent is placed, else (5) a scan.
+    edge to a placed node (a probe that is also a filter), then (2) the new
+    document's next node in pre-order, then (3) the first node of an unstarted
+    block reachable by a value edge (a view-cache probe), climbing to its block's
+    top, then (4) any other node whose parent is placed, else (5) a scan.
+
+    The new document is placed whole before any probe (its nodes are few), so a
+    probe knows every value its block must also equal (``PlanStep.holds``) and
+    skips the stored documents of a hot value that lack the others, without
+    walking them (docs/architecture.md, "Probing by the most selective value").
     """
     placed: list[int] = []
     steps: list[PlanStep] = []
@@ -141,9 +151,23 @@ def role_steps(
 
     def place(meta: int, kind: StepKind, anchor: int) -> None:
         checks = tuple(w for w in neighbours[meta] if w in placed or w == meta)
+        block = template.blocks[meta]
+        holds: tuple[int, ...] = ()
+        if block not in started:  # the block's first node: what its other nodes must equal
+            holds = tuple(
+                sorted(
+                    {
+                        w
+                        for other in template.block_members(block)
+                        if other != meta
+                        for w in neighbours[other]
+                        if w in placed
+                    }
+                )
+            )
         placed.append(meta)
-        started.add(template.blocks[meta])
-        steps.append(PlanStep(meta, template.blocks[meta], kind, anchor, checks))
+        started.add(block)
+        steps.append(PlanStep(meta, block, kind, anchor, checks, holds))
 
     def parent_placed(meta: int) -> bool:
         return template.parents[meta] in placed
@@ -166,6 +190,10 @@ def role_steps(
         if filtering:
             place(filtering[0], "down", template.parents[filtering[0]])
             continue
+        own = [m for m in role_order if m not in placed]
+        if own:
+            place(own[0], "new_down", template.parents[own[0]])
+            continue
         probes = [m for m in free if template.blocks[m] not in started and joined_to_placed(m)]
         if first_probe is not None and len(started) == 1:  # only the owner edge probes first
             probes = [m for m in probes if m in first_probe and set(first_probe) & set(placed)]
@@ -176,10 +204,6 @@ def role_steps(
                 parent = template.parents[meta]
                 place(parent, "up", meta)
                 meta = parent
-            continue
-        own = [m for m in role_order if m not in placed]
-        if own:
-            place(own[0], "new_down", template.parents[own[0]])
             continue
         rest = [m for m in free if template.blocks[m] in started and parent_placed(m)]
         if rest:
