@@ -12,10 +12,10 @@ test, generalised to chains (spec 3.2), and each surviving row is a match.
 Candidates are filtered before any walk (docs/architecture.md, "Probing by the
 most selective value"):
 
-* by time: more than the plan's largest window away from the new document (every
-  pair of documents in a match lies within the last window), or, in a template
-  of FOLLOWED BY only, on the wrong side of it (its blocks' timestamps strictly
-  increase, spec 3.2);
+* by time: farther from the new document than the widest last window of the
+  rows under the trie node reached (every pair of documents in a match lies
+  within its row's last window, spec 3.2), or, in a template of FOLLOWED BY
+  only, on the wrong side of it (its blocks' timestamps strictly increase);
 * by value: a document that lacks the value of a placed node that another of
   its block's nodes must equal (``PlanStep.holds``). A hot value's slice (a
   category, a prolific author) holds many documents; few also share the other
@@ -54,7 +54,7 @@ def match_document(
     docs: list[DocState | None] = [None] * template.block_count
     nodes: list[str] = [""] * template.size
     var_at: list[int] = [0] * template.size
-    offsets = block_offsets(plan)
+    sides = block_sides(plan)
     new_ts = new.ts
 
     def values_agree(checks: tuple[int, ...], meta: int, doc: DocState, node: str) -> bool:
@@ -83,7 +83,7 @@ def match_document(
             yield from _joint(trie, new.nodes, var_at, meta, new)
             return
         if kind == "value" or kind == "scan":
-            lo, hi = offsets[step.block]
+            side = sides[step.block]
             needed = set()
             for held in step.holds:
                 held_doc = docs[blocks[held]]
@@ -93,6 +93,7 @@ def match_document(
                     return  # empty values never join
                 needed.add(held_value)
             if kind == "scan":
+                lo, hi = offsets(side, plan.span_below(trie))
                 for doc in stored():
                     if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
                         yield from _joint(trie, doc.nodes, var_at, meta, doc)
@@ -107,6 +108,7 @@ def match_document(
             part = slice_of(value)
             for var, sub in _common(trie, part):
                 var_at[meta] = var
+                lo, hi = offsets(side, plan.span_below(sub))
                 for doc, node in part[var]:
                     if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
                         yield sub, doc, node
@@ -137,8 +139,11 @@ def match_document(
         if depth == depth_count:
             block_docs = cast(tuple[DocState, ...], tuple(docs))  # every block is placed
             ts = [d.ts for d in block_docs]
-            rows: Iterable[QueryRow] = trie.values()
-            for row in rows:
+            span = max(ts) - min(ts)
+            for row in plan.rows_by_span(trie):
+                widest = row.windows[-1] if row.windows else 0
+                if widest is not None and widest < span:
+                    break  # and every row after it: their spans are narrower
                 if windows_hold(row.kinds, row.windows, ts):
                     yield row, block_docs, tuple(nodes)
             return
@@ -164,23 +169,26 @@ def match_document(
 UNBOUNDED = 1 << 62
 
 
-def block_offsets(plan: RolePlan) -> list[tuple[int, int]]:
-    """Per block, the (least, greatest) ``ts - new.ts`` a document there can have in
-    a match: within the plan's largest window; in a template of FOLLOWED BY only,
-    strictly before the new document's block for an earlier block and strictly after
-    for a later one (spec 3.2's chain semantics: each block after the previous)."""
-    reach = UNBOUNDED if plan.max_window is None else plan.max_window
+def block_sides(plan: RolePlan) -> list[int]:
+    """Per block, on which side of the new document's timestamp its document lies in a
+    match: -1 strictly before, 1 strictly after, 0 either. In a template of FOLLOWED BY
+    only, each block's timestamp is after every earlier block's (spec 3.2), so the
+    blocks before the new document's role are earlier and those after it later."""
     template = plan.template
-    ordered = all(kind == "FOLLOWED BY" for kind in template.kinds)
-    out = []
-    for block in range(template.block_count):
-        if ordered and block < plan.role:
-            out.append((-reach, -1))
-        elif ordered and block > plan.role:
-            out.append((1, reach))
-        else:
-            out.append((-reach, reach))
-    return out
+    if not all(kind == "FOLLOWED BY" for kind in template.kinds):
+        return [0] * template.block_count
+    return [(block > plan.role) - (block < plan.role) for block in range(template.block_count)]
+
+
+def offsets(side: int, span: int | None) -> tuple[int, int]:
+    """The (least, greatest) ``ts - new.ts`` of a document on ``side`` in a match whose
+    blocks lie within ``span`` of each other (None: INF)."""
+    reach = UNBOUNDED if span is None else span
+    if side < 0:
+        return -reach, -1
+    if side > 0:
+        return 1, reach
+    return -reach, reach
 
 
 def _common(trie: dict[int, Any], index: Mapping[int, Any]) -> Iterator[tuple[int, Any]]:

@@ -66,9 +66,23 @@ class RolePlan:
     max_window: int | None = 0
     #: per step, how many rows have each var id there (``vars_at``)
     var_counts: list[Counter[int]] = field(default_factory=list)
+    #: per trie node (by ``id``), the widest span any row below it allows (``span_below``)
+    spans: dict[int, int | None] = field(default_factory=dict)
+    #: per trie leaf (by ``id``), its rows widest span first (``rows_by_span``)
+    sorted_leaves: dict[int, list[QueryRow]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.var_counts = [Counter() for _ in self.steps]
+
+    def span_below(self, node: dict[Any, Any]) -> int | None:
+        """The widest time span (latest minus earliest block) that a match of a row
+        under trie ``node`` may have: its last window (spec 3.2: each operator bounds
+        the span of every block so far), None for INF."""
+        return self.spans[id(node)]
+
+    def rows_by_span(self, leaf: dict[str, QueryRow]) -> list[QueryRow]:
+        """A trie leaf's rows, the widest span first (INF first)."""
+        return self.sorted_leaves[id(leaf)]
 
     def vars_at(self, depth: int) -> set[int]:
         """The var ids some row has at step ``depth``."""
@@ -86,10 +100,17 @@ class RolePlan:
         for counts, step in zip(self.var_counts, self.steps, strict=True):
             counts[row.var_ids[step.meta]] += 1
         node = self.trie
+        path = [node]
         for step in self.steps[:-1]:
             node = node.setdefault(row.var_ids[step.meta], {})
+            path.append(node)
         leaf: dict[str, QueryRow] = node.setdefault(row.var_ids[self.steps[-1].meta], {})
         leaf[row.qid] = row
+        path.append(leaf)
+        span = row_span(row)
+        for passed in path:
+            self.spans[id(passed)] = wider(self.spans.get(id(passed), 0), span)
+        self.sorted_leaves[id(leaf)] = sorted(leaf.values(), key=_widest_first)
         self.rows += 1
         if self.max_window is not None:
             if any(w is None for w in row.windows):
@@ -112,10 +133,19 @@ class RolePlan:
         leaf: Any = node
         del leaf[row.qid]
         self.rows -= 1
+        if leaf:
+            self.sorted_leaves[id(leaf)] = sorted(leaf.values(), key=_widest_first)
+        else:
+            del self.sorted_leaves[id(leaf)]
+        below: Any = leaf
         for parent, key in reversed(path):
-            if parent[key]:
-                break
-            del parent[key]
+            if below:  # recomputed from what is left below
+                self.spans[id(below)] = _span_of(below, self.spans)
+            else:
+                del self.spans[id(below)]
+                del parent[key]
+            below = parent
+        self.spans[id(self.trie)] = _span_of(self.trie, self.spans)
 
 
 def role_steps(
@@ -213,6 +243,29 @@ def role_steps(
         top = next(m for m in template.block_members(block) if template.parents[m] < 0)
         place(top, "scan", -1)
     return tuple(steps)
+
+
+def row_span(row: QueryRow) -> int | None:
+    """The widest span a match of ``row`` may have: its last window (None: INF)."""
+    return row.windows[-1] if row.windows else 0
+
+
+def wider(a: int | None, b: int | None) -> int | None:
+    """The wider of two spans (None: INF)."""
+    return None if a is None or b is None else max(a, b)
+
+
+def _span_of(node: dict[Any, Any], spans: dict[int, int | None]) -> int | None:
+    """A trie node's widest span, from its children (a leaf: from its rows)."""
+    out: int | None = 0
+    for child in node.values():
+        out = wider(out, row_span(child) if isinstance(child, QueryRow) else spans[id(child)])
+    return out
+
+
+def _widest_first(row: QueryRow) -> tuple[bool, int]:
+    span = row_span(row)
+    return (span is not None, -(span or 0))
 
 
 def windows_hold(kinds: tuple[str, ...], windows: tuple[int | None, ...], ts: list[int]) -> bool:
