@@ -15,7 +15,9 @@ most selective value"):
 * by time: farther from the new document than the widest last window of the
   rows under the trie node reached (every pair of documents in a match lies
   within its row's last window, spec 3.2), or, in a template of FOLLOWED BY
-  only, on the wrong side of it (its blocks' timestamps strictly increase);
+  only, on the wrong side of it (its blocks' timestamps strictly increase); a
+  slice is in timestamp order (``view_cache.add_to_slice``), so a probe bisects
+  to the window and never reads the documents outside it;
 * by value: a document that lacks the value of a placed node that another of
   its block's nodes must equal (``PlanStep.holds``). A hot value's slice (a
   category, a prolific author) holds many documents; few also share the other
@@ -28,12 +30,13 @@ yields the rows Q1 and Q2 with docs (d1, d2) and nodes (0, 2, 4, 0, 2, 3) /
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from xscl.engine.plans import RolePlan, windows_hold
 from xscl.engine.state import DocState
-from xscl.engine.view_cache import Slice
+from xscl.engine.view_cache import Slice, entry_ts
 from xscl.templates.registry import QueryRow
 
 #: One match: the R_T row, the document of each block, the node of each meta-variable.
@@ -46,7 +49,11 @@ def match_document(
     slice_of: Callable[[str], Slice],
     stored: Callable[[], Iterable[DocState]],
 ) -> Iterator[Match]:
-    """Every match of ``plan``'s queries with ``new`` in block ``plan.role`` (see module doc)."""
+    """Every match of ``plan``'s queries with ``new`` in block ``plan.role`` (see module doc).
+
+    ``slice_of(value)``: the stored entries with that value, each list in timestamp
+    order (``view_cache.add_to_slice``); ``stored()``: every stored document (scans).
+    """
     template = plan.template
     steps = plan.steps
     blocks = template.blocks
@@ -109,8 +116,13 @@ def match_document(
             for var, sub in _common(trie, part):
                 var_at[meta] = var
                 lo, hi = offsets(side, plan.span_below(sub))
-                for doc, node in part[var]:
-                    if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
+                entries = part[var]  # in timestamp order: read only the window's
+                last = new_ts + hi
+                for k in range(bisect.bisect_left(entries, new_ts + lo, key=entry_ts), len(entries)):
+                    doc, node = entries[k]
+                    if doc.ts > last:
+                        break
+                    if needed <= doc.strings and doc not in docs:
                         yield sub, doc, node
             return
         anchor = step.anchor
