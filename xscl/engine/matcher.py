@@ -54,6 +54,8 @@ def match_document(
     ``slice_of(value)``: the stored entries with that value, each list in timestamp
     order (``view_cache.add_to_slice``); ``stored()``: every stored document (scans).
     """
+    if plan.var_counts[0].keys().isdisjoint(new.nodes):
+        return  # the new document binds no var id the plan's first step allows
     template = plan.template
     steps = plan.steps
     blocks = template.blocks
@@ -61,7 +63,7 @@ def match_document(
     docs: list[DocState | None] = [None] * template.block_count
     nodes: list[str] = [""] * template.size
     var_at: list[int] = [0] * template.size
-    sides = block_sides(plan)
+    sides = plan.sides
     new_ts = new.ts
 
     def values_agree(checks: tuple[int, ...], meta: int, doc: DocState, node: str) -> bool:
@@ -179,17 +181,6 @@ def match_document(
 
 #: no bound on a block's timestamp offset (an INF window)
 UNBOUNDED = 1 << 62
-
-
-def block_sides(plan: RolePlan) -> list[int]:
-    """Per block, on which side of the new document's timestamp its document lies in a
-    match: -1 strictly before, 1 strictly after, 0 either. In a template of FOLLOWED BY
-    only, each block's timestamp is after every earlier block's (spec 3.2), so the
-    blocks before the new document's role are earlier and those after it later."""
-    template = plan.template
-    if not all(kind == "FOLLOWED BY" for kind in template.kinds):
-        return [0] * template.block_count
-    return [(block > plan.role) - (block < plan.role) for block in range(template.block_count)]
 
 
 def offsets(side: int, span: int | None) -> tuple[int, int]:

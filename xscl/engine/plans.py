@@ -71,8 +71,13 @@ class RolePlan:
     #: per trie leaf (by ``id``), its rows widest span first (``rows_by_span``)
     sorted_leaves: dict[int, list[QueryRow]] = field(default_factory=dict)
 
+    #: per block, the side of the new document's timestamp its document lies on
+    #: (``block_sides``)
+    sides: list[int] = field(default_factory=list)
+
     def __post_init__(self) -> None:
         self.var_counts = [Counter() for _ in self.steps]
+        self.sides = block_sides(self.template, self.role)
 
     def span_below(self, node: dict[Any, Any]) -> int | None:
         """The widest time span (latest minus earliest block) that a match of a row
@@ -243,6 +248,16 @@ def role_steps(
         top = next(m for m in template.block_members(block) if template.parents[m] < 0)
         place(top, "scan", -1)
     return tuple(steps)
+
+
+def block_sides(template: Template, role: int) -> list[int]:
+    """Per block, on which side of the new document's (block ``role``) timestamp its
+    document lies in a match: -1 strictly before, 1 strictly after, 0 either. In a
+    template of FOLLOWED BY only, each block's timestamp is after every earlier
+    block's (spec 3.2), so the blocks before ``role`` are earlier, those after later."""
+    if not all(kind == "FOLLOWED BY" for kind in template.kinds):
+        return [0] * template.block_count
+    return [(block > role) - (block < role) for block in range(template.block_count)]
 
 
 def row_span(row: QueryRow) -> int | None:
