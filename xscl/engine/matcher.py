@@ -120,7 +120,8 @@ def match_document(
                 lo, hi = offsets(side, plan.span_below(sub))
                 entries = part[var]  # in timestamp order: read only the window's
                 last = new_ts + hi
-                for k in range(bisect.bisect_left(entries, new_ts + lo, key=entry_ts), len(entries)):
+                first = bisect.bisect_left(entries, new_ts + lo, key=entry_ts)
+                for k in range(first, len(entries)):
                     doc, node = entries[k]
                     if doc.ts > last:
                         break

@@ -85,7 +85,7 @@ class RolePlan:
         the span of every block so far), None for INF."""
         return self.spans[id(node)]
 
-    def rows_by_span(self, leaf: dict[str, QueryRow]) -> list[QueryRow]:
+    def rows_by_span(self, leaf: dict[Any, Any]) -> list[QueryRow]:
         """A trie leaf's rows, the widest span first (INF first)."""
         return self.sorted_leaves[id(leaf)]
 
@@ -105,7 +105,7 @@ class RolePlan:
         for counts, step in zip(self.var_counts, self.steps, strict=True):
             counts[row.var_ids[step.meta]] += 1
         node = self.trie
-        path = [node]
+        path: list[dict[Any, Any]] = [node]
         for step in self.steps[:-1]:
             node = node.setdefault(row.var_ids[step.meta], {})
             path.append(node)
