@@ -7,11 +7,13 @@
    ``web``, ``feeds-stream-youthopp`` as ``youth``, ``normalized``), polled once into
    a spool under ``--work`` and replayed in event-time order
    (``benchmarks/spark_rss/mixed.py``).
-2. Subscriptions: ``--subscriptions`` value joins of two blocks with 1-3 equalities on
+2. Subscriptions (``--workload joins``): ``--subscriptions`` value joins of two blocks
+   with 1-3 equalities on
    leaves whose values recur (author, category, the channel's title, title, link),
    within a stream or across, JOIN or FOLLOWED BY, literals drawn from the items
    weighted by their counts, and a ``--chain-share`` of three-block chains
-   (``mixed.join_subscriptions``, deterministic for ``--seed``).
+   (``mixed.join_subscriptions``, deterministic for ``--seed``); ``--workload mixed``:
+   the whole mixed workload of ``benchmarks/spark_rss`` (keyword alerts too).
 3. ``xscl.engine.LocalEngine`` (what ``xscl run --engine local`` runs) registers them
    and processes the items in spool order, in this process. Printed: items/s, the
    CPU seconds of processing, the join processor's share, the results and a digest
@@ -140,7 +142,10 @@ def run(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     every = items_of(work)
     # drawn from every item, whatever ``--items``: the same subscriptions either way
-    queries = mixed.join_subscriptions(args.subscriptions, every, args.seed, args.chain_share)
+    if args.workload == "mixed":
+        queries = mixed.mixed_subscriptions(args.subscriptions, every, seed=args.subscriptions)
+    else:
+        queries = mixed.join_subscriptions(args.subscriptions, every, args.seed, args.chain_share)
     items = every[: args.items or None]
     started = time.perf_counter()
     engine = LocalEngine(parse_queries("\n".join(queries)))
@@ -149,8 +154,9 @@ def run(args: argparse.Namespace) -> int:
     ids: list[str] = []
     cpu0, wall0 = sum(os.times()[:2]), time.perf_counter()
     for doc in items:
-        ids.extend(r.result_id for r in engine.process_one(doc.stream, doc.docid, doc.ts_micros,
-                                                          doc.xml))
+        ids.extend(
+            r.result_id for r in engine.process_one(doc.stream, doc.docid, doc.ts_micros, doc.xml)
+        )
         if census is not None:
             new = engine.docs.get((doc.stream, doc.docid))
             if new is not None:
@@ -163,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
         ("items", f"{len(items):,}"),
         ("items/s (wall)", f"{len(items) / wall:.1f}" + (" (with census)" if census else "")),
         ("CPU s (processing)", f"{cpu:.1f}"),
-        ("join processor s", f"{engine.stats.join_seconds:.1f}"),
+        ("join processor s", f"{engine.stats.join_seconds:.1f} (wall)"),
+        ("result records s", f"{engine.stats.output_seconds:.1f} (wall)"),
         ("results", f"{len(ids):,}"),
         ("results digest", digest),
     ]
@@ -179,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subscriptions", type=int, default=3000)
     parser.add_argument("--items", type=int, default=0, help="the first N items (0: all)")
+    parser.add_argument(
+        "--workload",
+        choices=("joins", "mixed"),
+        default="joins",
+        help="joins: value joins only (default); mixed: benchmarks/spark_rss's mixed "
+        "workload (keywords, joins, chains, PUBLISH pairs; seed = the count, as there)",
+    )
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--chain-share", type=float, default=mixed.CHAIN_SHARE)
     parser.add_argument("--census", action="store_true", help="count candidates (slower)")

@@ -51,9 +51,7 @@ def hot_documents(draw: st.DrawFn) -> list[Document]:
     docs = []
     for i in range(count):
         tags = "".join(f"<tag>{t}</tag>" for t in draw(st.lists(TAGS, max_size=2)))
-        xml = (
-            f"<item><cat>{draw(CATEGORIES)}</cat><author>{draw(AUTHORS)}</author>{tags}</item>"
-        )
+        xml = f"<item><cat>{draw(CATEGORIES)}</cat><author>{draw(AUTHORS)}</author>{tags}</item>"
         ts = draw(st.integers(0, 60)) * 1_000_000
         docs.append(Document(draw(st.sampled_from(["S", "S", "T"])), f"d{i}", ts, xml))
     return docs
