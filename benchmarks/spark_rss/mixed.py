@@ -113,7 +113,7 @@ class Vocabulary:
                     if text and "'" not in text and len(text) <= 120:
                         vocabulary.values[(doc.stream, leaf)][text] += 1
             title = root.findtext("title") or ""
-            for word in {w.lower() for w in _WORD.findall(title)} - _STOP:
+            for word in sorted({w.lower() for w in _WORD.findall(title)} - _STOP):  # repeatable
                 vocabulary.words[doc.stream][word] += 1
             link = root.findtext("link") or ""
             if link.startswith(("http://", "https://")):
@@ -151,6 +151,23 @@ def mixed_subscriptions(count: int, items: Sequence[Document], seed: int) -> lis
             out.append(f"m{number}: " + _value_join(rng, vocabulary) + ";")
         number += 1
     return out[:count]
+
+
+def join_subscriptions(
+    count: int, items: Sequence[Document], seed: int, chain_share: float = CHAIN_SHARE
+) -> list[str]:
+    """``count`` value joins only (``mN: ...``): two blocks with 1-3 equalities, and a
+    ``chain_share`` of three-block chains (the join processor's workload,
+    ``benchmarks/joins``)."""
+    rng = random.Random(seed)
+    vocabulary = Vocabulary.of(items)
+    out: list[str] = []
+    for number in range(count):
+        query = _chain(rng, vocabulary) if rng.random() < chain_share else _value_join(
+            rng, vocabulary
+        )
+        out.append(f"m{number}: {query};")
+    return out
 
 
 def _stream_pair(rng: random.Random) -> tuple[str, str]:

@@ -9,8 +9,19 @@ already used by another block is skipped (all documents of a match are
 distinct). At a trie leaf the R_T rows are filtered by Algorithm 3's window
 test, generalised to chains (spec 3.2), and each surviving row is a match.
 
-Candidates more than the plan's largest window away from the new document are
-skipped early (every pair of documents in a match lies within the last window).
+Candidates are filtered before any walk (docs/architecture.md, "Probing by the
+most selective value"):
+
+* by time: farther from the new document than the widest last window of the
+  rows under the trie node reached (every pair of documents in a match lies
+  within its row's last window, spec 3.2), or, in a template of FOLLOWED BY
+  only, on the wrong side of it (its blocks' timestamps strictly increase); a
+  slice is in timestamp order (``view_cache.add_to_slice``), so a probe bisects
+  to the window and never reads the documents outside it;
+* by value: a document that lacks the value of a placed node that another of
+  its block's nodes must equal (``PlanStep.holds``). A hot value's slice (a
+  category, a prolific author) holds many documents; few also share the other
+  values of a join with several equalities.
 
 Example: for thesis d1 (book) then d2 (blog), role 1 of the Q1-Q3 template
 yields the rows Q1 and Q2 with docs (d1, d2) and nodes (0, 2, 4, 0, 2, 3) /
@@ -19,12 +30,13 @@ yields the rows Q1 and Q2 with docs (d1, d2) and nodes (0, 2, 4, 0, 2, 3) /
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from xscl.engine.plans import RolePlan, windows_hold
 from xscl.engine.state import DocState
-from xscl.engine.view_cache import Slice
+from xscl.engine.view_cache import Slice, entry_ts
 from xscl.templates.registry import QueryRow
 
 #: One match: the R_T row, the document of each block, the node of each meta-variable.
@@ -37,7 +49,13 @@ def match_document(
     slice_of: Callable[[str], Slice],
     stored: Callable[[], Iterable[DocState]],
 ) -> Iterator[Match]:
-    """Every match of ``plan``'s queries with ``new`` in block ``plan.role`` (see module doc)."""
+    """Every match of ``plan``'s queries with ``new`` in block ``plan.role`` (see module doc).
+
+    ``slice_of(value)``: the stored entries with that value, each list in timestamp
+    order (``view_cache.add_to_slice``); ``stored()``: every stored document (scans).
+    """
+    if plan.var_counts[0].keys().isdisjoint(new.nodes):
+        return  # the new document binds no var id the plan's first step allows
     template = plan.template
     steps = plan.steps
     blocks = template.blocks
@@ -45,7 +63,7 @@ def match_document(
     docs: list[DocState | None] = [None] * template.block_count
     nodes: list[str] = [""] * template.size
     var_at: list[int] = [0] * template.size
-    reach = plan.max_window
+    sides = plan.sides
     new_ts = new.ts
 
     def values_agree(checks: tuple[int, ...], meta: int, doc: DocState, node: str) -> bool:
@@ -73,24 +91,42 @@ def match_document(
         if kind == "new_root":
             yield from _joint(trie, new.nodes, var_at, meta, new)
             return
-        if kind == "value":
+        if kind == "value" or kind == "scan":
+            side = sides[step.block]
+            needed = set()
+            for held in step.holds:
+                held_doc = docs[blocks[held]]
+                assert held_doc is not None
+                held_value = held_doc.values.get(nodes[held], "")
+                if not held_value:
+                    return  # empty values never join
+                needed.add(held_value)
+            if kind == "scan":
+                lo, hi = offsets(side, plan.span_below(trie))
+                for doc in stored():
+                    if lo <= doc.ts - new_ts <= hi and needed <= doc.strings and doc not in docs:
+                        yield from _joint(trie, doc.nodes, var_at, meta, doc)
+                return
             anchor = step.anchor
             anchor_doc = docs[blocks[anchor]]
             assert anchor_doc is not None
             value = anchor_doc.values.get(nodes[anchor], "")
             if not value:
                 return
+            needed.discard(value)  # every candidate holds the probed value
             part = slice_of(value)
             for var, sub in _common(trie, part):
                 var_at[meta] = var
-                for doc, node in part[var]:
-                    if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
+                lo, hi = offsets(side, plan.span_below(sub))
+                entries = part[var]  # in timestamp order: read only the window's
+                last = new_ts + hi
+                first = bisect.bisect_left(entries, new_ts + lo, key=entry_ts)
+                for k in range(first, len(entries)):
+                    doc, node = entries[k]
+                    if doc.ts > last:
+                        break
+                    if needed <= doc.strings and doc not in docs:
                         yield sub, doc, node
-            return
-        if kind == "scan":
-            for doc in stored():
-                if (reach is None or abs(doc.ts - new_ts) <= reach) and doc not in docs:
-                    yield from _joint(trie, doc.nodes, var_at, meta, doc)
             return
         anchor = step.anchor
         anchor_var = var_at[anchor]
@@ -118,8 +154,11 @@ def match_document(
         if depth == depth_count:
             block_docs = cast(tuple[DocState, ...], tuple(docs))  # every block is placed
             ts = [d.ts for d in block_docs]
-            rows: Iterable[QueryRow] = trie.values()
-            for row in rows:
+            span = max(ts) - min(ts)
+            for row in plan.rows_by_span(trie):
+                widest = row.windows[-1] if row.windows else 0
+                if widest is not None and widest < span:
+                    break  # and every row after it: their spans are narrower
                 if windows_hold(row.kinds, row.windows, ts):
                     yield row, block_docs, tuple(nodes)
             return
@@ -139,6 +178,21 @@ def match_document(
 
     docs[plan.role] = new
     yield from walk(0, plan.trie)
+
+
+#: no bound on a block's timestamp offset (an INF window)
+UNBOUNDED = 1 << 62
+
+
+def offsets(side: int, span: int | None) -> tuple[int, int]:
+    """The (least, greatest) ``ts - new.ts`` of a document on ``side`` in a match whose
+    blocks lie within ``span`` of each other (None: INF)."""
+    reach = UNBOUNDED if span is None else span
+    if side < 0:
+        return -reach, -1
+    if side > 0:
+        return 1, reach
+    return -reach, reach
 
 
 def _common(trie: dict[int, Any], index: Mapping[int, Any]) -> Iterator[tuple[int, Any]]:

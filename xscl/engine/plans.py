@@ -18,8 +18,9 @@ ids some query of the template has at that position (a hash join with R_T whose
 build side is shared by all queries). Leaves hold the R_T rows.
 
 Example: thesis template [v1(v2,v3)] FOLLOWED BY [v4(v5,v6)] v2=v5 v3=v6, role 1:
-new_root v4, new_down v5 (from v4), value v2 (from v5), up v1 (from v2),
-new_down v6 (from v4), down v3 (from v1; checks v3=v6).
+new_root v4, new_down v5 (from v4), new_down v6 (from v4), value v2 (from v5;
+holds v6: a stored document without v6's value is skipped before any walk), up v1
+(from v2), down v3 (from v1; checks v3=v6).
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ class PlanStep:
     """Place meta-variable ``meta`` (of ``block``) by ``kind`` from ``anchor`` (-1 = none).
 
     ``checks`` are placed meta-variables (or ``meta`` itself, for ``x=x``) whose
-    value must equal this one's.
+    value must equal this one's. ``holds`` (a ``value`` or ``scan`` step, which
+    starts a block): placed meta-variables that a value edge joins to some other
+    node of this block, so a candidate document must hold each of their values
+    somewhere (``DocState.strings``) before it is worth placing.
     """
 
     meta: int
@@ -47,6 +51,7 @@ class PlanStep:
     kind: StepKind
     anchor: int
     checks: tuple[int, ...]
+    holds: tuple[int, ...] = ()
 
 
 @dataclass
@@ -61,9 +66,28 @@ class RolePlan:
     max_window: int | None = 0
     #: per step, how many rows have each var id there (``vars_at``)
     var_counts: list[Counter[int]] = field(default_factory=list)
+    #: per trie node (by ``id``), the widest span any row below it allows (``span_below``)
+    spans: dict[int, int | None] = field(default_factory=dict)
+    #: per trie leaf (by ``id``), its rows widest span first (``rows_by_span``)
+    sorted_leaves: dict[int, list[QueryRow]] = field(default_factory=dict)
+
+    #: per block, the side of the new document's timestamp its document lies on
+    #: (``block_sides``)
+    sides: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.var_counts = [Counter() for _ in self.steps]
+        self.sides = block_sides(self.template, self.role)
+
+    def span_below(self, node: dict[Any, Any]) -> int | None:
+        """The widest time span (latest minus earliest block) that a match of a row
+        under trie ``node`` may have: its last window (spec 3.2: each operator bounds
+        the span of every block so far), None for INF."""
+        return self.spans[id(node)]
+
+    def rows_by_span(self, leaf: dict[Any, Any]) -> list[QueryRow]:
+        """A trie leaf's rows, the widest span first (INF first)."""
+        return self.sorted_leaves[id(leaf)]
 
     def vars_at(self, depth: int) -> set[int]:
         """The var ids some row has at step ``depth``."""
@@ -81,10 +105,17 @@ class RolePlan:
         for counts, step in zip(self.var_counts, self.steps, strict=True):
             counts[row.var_ids[step.meta]] += 1
         node = self.trie
+        path: list[dict[Any, Any]] = [node]
         for step in self.steps[:-1]:
             node = node.setdefault(row.var_ids[step.meta], {})
+            path.append(node)
         leaf: dict[str, QueryRow] = node.setdefault(row.var_ids[self.steps[-1].meta], {})
         leaf[row.qid] = row
+        path.append(leaf)
+        span = row_span(row)
+        for passed in path:
+            self.spans[id(passed)] = wider(self.spans.get(id(passed), 0), span)
+        self.sorted_leaves[id(leaf)] = sorted(leaf.values(), key=_widest_first)
         self.rows += 1
         if self.max_window is not None:
             if any(w is None for w in row.windows):
@@ -107,10 +138,19 @@ class RolePlan:
         leaf: Any = node
         del leaf[row.qid]
         self.rows -= 1
+        if leaf:
+            self.sorted_leaves[id(leaf)] = sorted(leaf.values(), key=_widest_first)
+        else:
+            del self.sorted_leaves[id(leaf)]
+        below: Any = leaf
         for parent, key in reversed(path):
-            if parent[key]:
-                break
-            del parent[key]
+            if below:  # recomputed from what is left below
+                self.spans[id(below)] = _span_of(below, self.spans)
+            else:
+                del self.spans[id(below)]
+                del parent[key]
+            below = parent
+        self.spans[id(self.trie)] = _span_of(self.trie, self.spans)
 
 
 def role_steps(
@@ -125,10 +165,15 @@ def role_steps(
 
     Greedy, most selective first: after the new document's top node, prefer
     (1) a node of a started block whose parent is placed and that has a value
-    edge to a placed node (a probe that is also a filter), then (2) the first
-    node of an unstarted block reachable by a value edge (a view-cache probe),
-    climbing to its block's top, then (3) the new document's next node in
-    pre-order, then (4) any other node whose parent is placed, else (5) a scan.
+    edge to a placed node (a probe that is also a filter), then (2) the new
+    document's next node in pre-order, then (3) the first node of an unstarted
+    block reachable by a value edge (a view-cache probe), climbing to its block's
+    top, then (4) any other node whose parent is placed, else (5) a scan.
+
+    The new document is placed whole before any probe (its nodes are few), so a
+    probe knows every value its block must also equal (``PlanStep.holds``) and
+    skips the stored documents of a hot value that lack the others, without
+    walking them (docs/architecture.md, "Probing by the most selective value").
     """
     placed: list[int] = []
     steps: list[PlanStep] = []
@@ -141,9 +186,23 @@ def role_steps(
 
     def place(meta: int, kind: StepKind, anchor: int) -> None:
         checks = tuple(w for w in neighbours[meta] if w in placed or w == meta)
+        block = template.blocks[meta]
+        holds: tuple[int, ...] = ()
+        if block not in started:  # the block's first node: what its other nodes must equal
+            holds = tuple(
+                sorted(
+                    {
+                        w
+                        for other in template.block_members(block)
+                        if other != meta
+                        for w in neighbours[other]
+                        if w in placed
+                    }
+                )
+            )
         placed.append(meta)
-        started.add(template.blocks[meta])
-        steps.append(PlanStep(meta, template.blocks[meta], kind, anchor, checks))
+        started.add(block)
+        steps.append(PlanStep(meta, block, kind, anchor, checks, holds))
 
     def parent_placed(meta: int) -> bool:
         return template.parents[meta] in placed
@@ -166,6 +225,10 @@ def role_steps(
         if filtering:
             place(filtering[0], "down", template.parents[filtering[0]])
             continue
+        own = [m for m in role_order if m not in placed]
+        if own:
+            place(own[0], "new_down", template.parents[own[0]])
+            continue
         probes = [m for m in free if template.blocks[m] not in started and joined_to_placed(m)]
         if first_probe is not None and len(started) == 1:  # only the owner edge probes first
             probes = [m for m in probes if m in first_probe and set(first_probe) & set(placed)]
@@ -177,10 +240,6 @@ def role_steps(
                 place(parent, "up", meta)
                 meta = parent
             continue
-        own = [m for m in role_order if m not in placed]
-        if own:
-            place(own[0], "new_down", template.parents[own[0]])
-            continue
         rest = [m for m in free if template.blocks[m] in started and parent_placed(m)]
         if rest:
             place(rest[0], "down", template.parents[rest[0]])
@@ -189,6 +248,39 @@ def role_steps(
         top = next(m for m in template.block_members(block) if template.parents[m] < 0)
         place(top, "scan", -1)
     return tuple(steps)
+
+
+def block_sides(template: Template, role: int) -> list[int]:
+    """Per block, on which side of the new document's (block ``role``) timestamp its
+    document lies in a match: -1 strictly before, 1 strictly after, 0 either. In a
+    template of FOLLOWED BY only, each block's timestamp is after every earlier
+    block's (spec 3.2), so the blocks before ``role`` are earlier, those after later."""
+    if not all(kind == "FOLLOWED BY" for kind in template.kinds):
+        return [0] * template.block_count
+    return [(block > role) - (block < role) for block in range(template.block_count)]
+
+
+def row_span(row: QueryRow) -> int | None:
+    """The widest span a match of ``row`` may have: its last window (None: INF)."""
+    return row.windows[-1] if row.windows else 0
+
+
+def wider(a: int | None, b: int | None) -> int | None:
+    """The wider of two spans (None: INF)."""
+    return None if a is None or b is None else max(a, b)
+
+
+def _span_of(node: dict[Any, Any], spans: dict[int, int | None]) -> int | None:
+    """A trie node's widest span, from its children (a leaf: from its rows)."""
+    out: int | None = 0
+    for child in node.values():
+        out = wider(out, row_span(child) if isinstance(child, QueryRow) else spans[id(child)])
+    return out
+
+
+def _widest_first(row: QueryRow) -> tuple[bool, int]:
+    span = row_span(row)
+    return (span is not None, -(span or 0))
 
 
 def windows_hold(kinds: tuple[str, ...], windows: tuple[int | None, ...], ts: list[int]) -> bool:

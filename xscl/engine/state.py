@@ -20,6 +20,7 @@ tables for the one-document deltas the engine sees (docs/architecture.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from xscl.xpath.witness import DocumentRows
 
@@ -42,6 +43,12 @@ class DocState:
     @property
     def key(self) -> tuple[str, str]:
         return (self.stream, self.docid)
+
+    @cached_property
+    def strings(self) -> frozenset[str]:
+        """Every string value the document's bound nodes have (computed once, on first
+        use): a probe skips a document lacking a value its block must equal."""
+        return frozenset(self.values.values())
 
     @classmethod
     def from_rows(

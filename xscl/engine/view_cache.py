@@ -26,13 +26,30 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 
 from xscl.engine.state import DocState
 
-#: A slice: var id -> [(document, node)] with that string value.
+#: A slice: var id -> [(document, node)] with that string value, in timestamp order
+#: (``add_to_slice``), so a probe reads only the documents its window reaches.
 Slice = dict[int, list[tuple[DocState, str]]]
+
+
+def entry_ts(entry: tuple[DocState, str]) -> int:
+    """A slice entry's timestamp (the key slices are ordered by)."""
+    return entry[0].ts
+
+
+def add_to_slice(part: Slice, var: int, doc: DocState, node: str) -> None:
+    """Add one entry, keeping ``part[var]`` in timestamp order (arrival order among
+    equal timestamps); in-order documents are appended, late ones inserted."""
+    entries = part.setdefault(var, [])
+    if not entries or entries[-1][0].ts <= doc.ts:
+        entries.append((doc, node))
+    else:
+        bisect.insort_right(entries, (doc, node), key=entry_ts)
 
 
 class ViewCache:
@@ -72,7 +89,7 @@ class ViewCache:
             for doc in docs:
                 for var, node, strval in doc.value_rows:
                     if strval in missing:
-                        computed[strval].setdefault(var, []).append((doc, node))
+                        add_to_slice(computed[strval], var, doc, node)
             for s, part in computed.items():
                 found[s] = part
                 if self.enabled:
@@ -94,7 +111,7 @@ class ViewCache:
                 self._slices[strval] = part
                 self._sizes[strval] = 0
             if part is not None:
-                part.setdefault(var, []).append((doc, node))
+                add_to_slice(part, var, doc, node)
                 self._sizes[strval] += 1
                 self.rows += 1
         self._shrink()

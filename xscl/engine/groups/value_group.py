@@ -35,7 +35,7 @@ from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import VALUE
 from xscl.engine.state import DocState
-from xscl.engine.view_cache import Slice
+from xscl.engine.view_cache import Slice, add_to_slice
 
 #: Default number of documents stored under one value in one group that make it hot.
 DEFAULT_HOT_THRESHOLD = 500
@@ -122,4 +122,4 @@ def _add_to_slice(part: Slice, doc: DocState, value: str) -> None:
     """Add ``doc``'s (var, node) pairs whose value is ``value`` to a slice."""
     for var, node, strval in doc.value_rows:
         if strval == value:
-            part.setdefault(var, []).append((doc, node))
+            add_to_slice(part, var, doc, node)
