@@ -5,9 +5,9 @@ Most function predicates feed users write are a single ``contains``,
 string value against a literal: ``contains(title, 'rust')``, ``starts-with(link,
 'https://blog.rust-lang.org/')``, ``matches(title, 'rust|kotlin', 'i')``.  The presearch index
 (:mod:`xscl.xpath.presearch`) admits a definition only when its literal occurs,
-and each admitted candidate used to be verified by elementpath, about 65 µs a
-call; at 100k keyword subscriptions the verifications were most of Stage 1's
-time per item (docs/benchmarks.md, "Subscriptions at scale").
+and each admitted candidate used to be verified by elementpath; at 100k keyword
+subscriptions those verifications, nearly all true, were most of Stage 1's time
+per item (docs/benchmarks.md, "Subscriptions at scale").
 
 A template whose compiled token tree is exactly ``FN(SOURCE, $xscl_literal_i)``,
 with ``FN`` one of the three functions (two arguments: the default collation,
