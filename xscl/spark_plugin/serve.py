@@ -64,6 +64,8 @@ class ServeRequest:
     hot_threshold: int = 500
     max_records_per_batch: int | None = None
     trigger_seconds: float = 1.0
+    #: seconds between two looks at a running batch's stages (``stage_progress``)
+    progress_seconds: float = 5.0
     lease: str = "file"
     lease_seconds: float = 3.0
     renew_seconds: float = 1.0
@@ -380,6 +382,7 @@ def _run_primary(
     from xscl.spark_plugin.job.plan import start_job
     from xscl.spark_plugin.job.sink import fence_of
     from xscl.spark_plugin.progress import ProgressPrinter
+    from xscl.spark_plugin.stage_progress import StageProgress
 
     cel = r.cel
     if r.queries and not log.versions():
@@ -429,6 +432,12 @@ def _run_primary(
         return _interrupted(spark, after)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    stages = None
+    if not r.quiet:
+        stages = StageProgress(
+            spark, query, folders.checkpoint, _stderr_line, interval=r.progress_seconds,
+            name=plan.name,
+        ).start()  # fmt: skip
     startup.phase(
         f"streaming query started after {startup.seconds():.1f} s; one line per micro-batch "
         f"follows (results under {folders.results_root})"
@@ -446,6 +455,8 @@ def _run_primary(
     except Exception:  # StreamingQueryException: reported from query.exception() below
         ended = True
     finally:
+        if stages is not None:
+            stages.stop()
         if not ended:
             query.stop()
         if cel_query is not None:
