@@ -128,3 +128,40 @@ def test_a_results_folder_that_cannot_be_written_stops_with_exit_4_in_one_line(
     reuse = ("Using an existing Spark session", "replaced a previously registered data source")
     said = [ln for ln in err if not any(warning in ln for warning in reuse)]
     assert len(said) == 2 and said[0].startswith("xscl serve: primary at epoch 1"), err
+
+
+#: The start of Spark's text of the query that failed writing its offset log on a full
+#: disk (issue 36, tried again as a new user: a tmpfs home filled up mid-run).
+DISK_FULL = """java.io.IOException: No space left on device
+=== Streaming Query ===
+Identifier: xscl [id = 7e7c0c18, runId = 4f138dc9]
+
+Logical Plan:
+WriteToMicroBatchDataSource xscl-job-output
+"""
+SPARK_TEXT = """org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device
+\tat org.apache.hadoop.fs.RawLocalFileSystem$LocalFSFileOutputStream.write(RawLocal...)
+Caused by: java.io.IOException: No space left on device
+"""  # fmt: skip
+
+
+def test_a_failed_query_is_told_in_one_line_with_its_exit_code(tmp_path: Path) -> None:
+    """A home whose disk is full or read-only: exit 4 and one XSCL-S024 line naming it
+    (before: exit 1 and ~100 lines of Java trace and the query's plan); the results
+    folder's XSCL-S023 as before; any other failure exit 1, cut before the plan."""
+    from xscl.spark_plugin.serve import query_failure
+
+    home = tmp_path / "home"
+    for text in (DISK_FULL, SPARK_TEXT, SPARK_TEXT.replace("No space left on device",
+                                                          "Read-only file system")):  # fmt: skip
+        code, line = query_failure(text, home)
+        reason = "Read-only file system" if "Read-only" in text else "No space left on device"
+        assert (code, line) == (4, f"XSCL-S024 the job's home {home} cannot be written (its "
+                                   f"checkpoint or Spark's working files): {reason}")  # fmt: skip
+    s023 = "XSCL-S023 the results folder /r cannot be written: x"
+    assert query_failure(f"Traceback...\nxscl.errors.OutputWriteError: {s023}\n", home) == (4, s023)
+    other = "java.lang.IllegalStateException: boom\n=== Streaming Query ===\nLogical Plan:\nX\n"
+    assert query_failure(other, home) == (
+        1, "the streaming query failed: java.lang.IllegalStateException: boom"
+    )  # fmt: skip
+    assert query_failure(other, home, "the CEL query")[1].startswith("the CEL query failed: ")

@@ -142,3 +142,22 @@ def test_the_jvm_s_stderr_is_passed_on_without_its_noise() -> None:
     JvmStderr(source, out, settle=0.05).run()
     os.close(out)
     assert os.read(told, 1 << 16) == b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"
+
+
+def test_the_jvm_s_records_of_a_home_that_cannot_be_written_are_dropped() -> None:
+    """A full or read-only home fails Spark's own checkpoint writes with Java's
+    IOException: ``xscl serve`` tells it in one XSCL-S024 line, so Spark's record of it
+    (pages of trace) is an echo. Before, ~100 lines of it were printed."""
+    from xscl.spark_plugin.session import JvmStderr
+
+    source, sink = os.pipe()
+    told, out = os.pipe()
+    os.write(sink, b"10:00:00 ERROR MicroBatchExecution: Query xscl terminated with error\n"
+                   b"org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device\n"
+                   b"\tat org.apache.hadoop.fs.RawLocalFileSystem.write(RawLocal...)\n"
+                   b"Caused by: java.io.IOException: No space left on device\n"
+                   b"10:00:01 WARN Echo: a later record of the same failure\n")  # fmt: skip
+    os.close(sink)
+    JvmStderr(source, out, settle=0.05).run()
+    os.close(out)
+    assert os.read(told, 1 << 16) == b""

@@ -35,7 +35,7 @@ from xscl.results.read import count_results, read_results
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.cel.serve import CelServe
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults, parsed_progress
-from xscl.spark_plugin.session import XsclHome
+from xscl.spark_plugin.session import STORAGE_UNWRITABLE, XsclHome
 
 
 @dataclass(frozen=True)
@@ -205,6 +205,9 @@ EXIT_FENCED = 3
 #: batch was not committed; restart once the folder is writable again.
 EXIT_UNWRITABLE = 4
 _UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+_STORAGE = re.compile(STORAGE_UNWRITABLE)
+#: Where Spark's text of a failed query goes on to its plan (never of use to a user).
+_PLAN = "\n=== Streaming Query ==="
 #: Exit code of a job stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
 EXIT_INTERRUPTED = 130
 
@@ -244,6 +247,31 @@ class Interrupts:
             print("xscl serve: interrupted again; exiting now", file=sys.stderr, flush=True)
             os._exit(EXIT_INTERRUPTED)
         self.requested.set()
+
+
+def query_failure(text: str, home: Path, what: str = "the streaming query") -> tuple[int, str]:
+    """The exit code and the line that tell a failed query's ``text`` (Spark's, with its
+    traces and plan): a results folder (``XSCL-S023``) or a home (``XSCL-S024``) that
+    cannot be written exit with 4 in one line; any other failure exits with 1, its text
+    cut before the query's plan.
+
+    >>> code, line = query_failure("java.io.IOException: No space left on device", Path("/h"))
+    >>> code, line.split(":")[0]
+    (4, "XSCL-S024 the job's home /h cannot be written (its checkpoint or Spark's working files)")
+    """
+    from xscl.errors import CheckpointWriteError
+
+    unwritable = _UNWRITABLE.search(text)
+    if unwritable is not None:
+        return EXIT_UNWRITABLE, unwritable.group(0)
+    storage = _STORAGE.search(text)
+    if storage is not None:
+        error = CheckpointWriteError(
+            f"the job's home {home} cannot be written (its checkpoint or Spark's working "
+            f"files): {storage.group(1)}"
+        )
+        return EXIT_UNWRITABLE, str(error)
+    return 1, f"{what} failed: {text.split(_PLAN)[0].rstrip()}"
 
 
 def _await(query: Any, interrupts: Interrupts) -> bool:
@@ -466,8 +494,9 @@ def _run_primary(
         done = [b.batch_id for b in list(printer.batches)]
         return _interrupted(spark, max(done, default=after))
     if cel_query is not None and cel_query.exception() is not None:
-        print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
-        return JobReport(1)
+        code, line = query_failure(str(cel_query.exception()), r.home.root, "the CEL query")
+        print(f"xscl serve: {line}", file=sys.stderr)
+        return JobReport(code)
     batches = list(printer.batches)
     report = JobReport(
         0,
@@ -480,13 +509,8 @@ def _run_primary(
             from xscl.service.pair.lease import lost_message
 
             _fenced_exit(lost_message(epoch, lease.read()))
-        unwritable = _UNWRITABLE.search(str(query.exception()))
-        if unwritable is not None:
-            print(f"xscl serve: {unwritable.group(0)}", file=sys.stderr)
-            report.exit_code = EXIT_UNWRITABLE
-            return report
-        print(f"xscl serve: the streaming query failed: {query.exception()}", file=sys.stderr)
-        report.exit_code = 1
+        report.exit_code, line = query_failure(str(query.exception()), r.home.root)
+        print(f"xscl serve: {line}", file=sys.stderr)
         return report
     if r.output:
         records = sorted(

@@ -322,9 +322,14 @@ def _launch_jvm(settings: Mapping[str, str]) -> None:
 
 #: The first line of one of Spark's warnings or errors, as ``_QUIET_LOG4J`` lays it out.
 _LOG_RECORD = re.compile(rb"\d\d:\d\d:\d\d (?:FATAL|ERROR|WARN) ")
-#: The failures ``xscl serve`` tells in one line itself (a results folder that cannot be
-#: written, a lease taken over): Spark's records of them are echoes, with traces.
-_TOLD = re.compile(rb"XSCL-S02[03]\b")
+#: Java's words for a file system that cannot be written (full, read-only, over quota):
+#: the job's checkpoint or Spark's working files under the home (``XSCL-S024``).
+STORAGE_UNWRITABLE = (
+    r"java\.io\.IOException: (No space left on device|Read-only file system|Disk quota exceeded)"
+)
+#: The failures ``xscl serve`` tells in one line itself (a results folder or a home that
+#: cannot be written, a lease taken over): Spark's records of them are echoes, with traces.
+_TOLD = re.compile(rb"XSCL-S02[03]\b|" + STORAGE_UNWRITABLE.encode())
 
 
 class JvmStderr:
