@@ -37,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "they are served). Stop with Ctrl-C (exit 130, after one line saying which batch "
             "it stopped after); restarting with the same --home resumes from the checkpoint. "
             "Exit 4 (XSCL-S023, XSCL-S024): the results folder, or the checkpoint under --home, "
-            "could not be written (a full or read-only disk); the batch was not committed. Started twice, the second instance is a hot standby that takes over "
-            "in seconds."
+            "could not be written (a full or read-only disk); the batch was not committed. "
+            "Started twice, the second instance is a hot standby that takes over in seconds."
         ),
         epilog=(
             "example:\n"

@@ -217,7 +217,9 @@ class Interrupts:
     main thread). Raised as ``KeyboardInterrupt`` inside a Py4J call, it broke the
     connection mid-answer and printed pages of Py4J tracebacks; here the first Ctrl-C
     only sets ``requested``, which the job checks between start-up phases and while it
-    waits for the streaming query (``_await``), then stops the query and the session.
+    waits for the streaming query (``_await``), then stops the query and the session;
+    the JVM's stderr is hushed (``session.hush_jvm_stderr``): Spark's records of the
+    stop (the aborted write, the killed tasks, the workers' broken pipes) are echoes.
     A second Ctrl-C exits at once. pyspark's ``SparkContext`` installs a handler of its
     own (it raises ``KeyboardInterrupt``): ``arm`` again once the session is built."""
 
@@ -243,9 +245,12 @@ class Interrupts:
             signal.signal(signal.SIGINT, self._previous)
 
     def _handle(self, signum: int, frame: Any) -> None:
+        from xscl.spark_plugin.session import hush_jvm_stderr
+
         if self.requested.is_set():
             print("xscl serve: interrupted again; exiting now", file=sys.stderr, flush=True)
             os._exit(EXIT_INTERRUPTED)
+        hush_jvm_stderr()  # what Spark says while the job stops echoes this one line
         self.requested.set()
 
 
