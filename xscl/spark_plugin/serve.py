@@ -525,9 +525,13 @@ def _run_primary(
         total = len(records)
     else:
         total = count_results(folders.results_root)
+    said = ""
+    if cel is not None:  # the CEL query's results, in their own folder
+        cel_root = r.home.root / "results" / f"{r.name}.cel"
+        said = f"; {sum(1 for _ in read_results(cel_root, key='id'))} CEL results in {cel_root}"
     print(
         f"xscl: {report.documents} documents read this run; {total} results in total in "
-        f"{folders.results_root} (job {report.seconds:.1f} s)",
+        f"{folders.results_root}{said} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
     report.results = total
