@@ -427,6 +427,14 @@ class OutputWriteError(XsclError, OSError):
     default_code = "XSCL-S023"
 
 
+class CheckpointWriteError(XsclError, OSError):
+    """Spark could not write the job's checkpoint or its working files under the home
+    (full, read-only, over quota); the batch is not committed (it is replayed whole by
+    the next start)."""
+
+    default_code = "XSCL-S024"
+
+
 class NoSubscriptionsError(XsclError, ValueError):
     """A job with nothing to explain: no registry under the home (``XSCL-S015``), or
     one whose queries were all unsubscribed (``XSCL-S016``)."""
@@ -600,6 +608,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "XSCL-S023": ErrorCode(
         OutputWriteError, "the job's results folder cannot be written (full, read-only, gone)"
+    ),
+    "XSCL-S024": ErrorCode(
+        CheckpointWriteError,
+        "the job's checkpoint or Spark's working files under --home cannot be written (full, "
+        "read-only, over quota)",
     ),
     # The subscription API (xscl api) and the results it serves.
     "XSCL-A001": ErrorCode(ApiRequestError, "no valid client token (missing, unknown or forged)"),

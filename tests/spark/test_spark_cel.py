@@ -57,7 +57,9 @@ def test_generated_workload_on_spark_equals_the_reference(spark: object) -> None
 
 
 @pytest.mark.skipif(not FEEDS.is_dir(), reason=f"shared test data not found at {FEEDS}")
-def test_xscl_feeds_cel_end_to_end_on_real_feeds(spark: Any, tmp_path: Path) -> None:
+def test_xscl_feeds_cel_end_to_end_on_real_feeds(
+    spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """``xscl serve --once --cel-queries``: XSCL PUBLISHes same-author pairs of real feed
     items, CEL finds three posts within a day; equal to both reference evaluators fed
     the same way (XSCL results -> ``from_xscl`` events -> the CEL reference)."""
@@ -85,6 +87,9 @@ def test_xscl_feeds_cel_end_to_end_on_real_feeds(spark: Any, tmp_path: Path) -> 
     assert {r.query for r in expected} == {"three_posts", "runs"}
     got = [result_of(r) for r in read_results(home / "results" / "xscl.cel", key="id")]
     assert len(got) == len(set(got)) and set(got) == expected
+    # tried as a new user (issue 36): the last line also says what the CEL query found
+    last = capfd.readouterr().err.strip().splitlines()[-1]
+    assert f"; {len(got)} CEL results in {home.resolve() / 'results' / 'xscl.cel'} (" in last
     feeds = home / "results" / "xscl.cel" / "feeds"
     assert {p.name for p in feeds.iterdir()} == {"three_posts.atom", "runs.atom"}
     # issue 36, defect 14: each feed says where readers find it after any restart, and an

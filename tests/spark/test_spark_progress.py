@@ -139,3 +139,17 @@ def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
     assert got == {"epoch": 3, "standbys": 1, "last_batch": 7, "committed_offset": 40,
                    "spool_head": 55, "lag": 15, "results": 12}
     assert len(reads) == 1  # one read of the home serves every gauge for a second
+
+
+def test_the_listener_prints_no_failure_the_command_tells_it() -> None:
+    """Spark's text of a failed query is pages long (traces, the plan); ``xscl serve``
+    tells the failure in one line itself (``serve.query_failure``)."""
+
+    class _Terminated:
+        id = "q-1"
+        exception = "java.io.IOException: No space left on device\n\tat a.b(C.java:1)\n" * 40
+
+    lines: list[str] = []
+    printer = ProgressPrinter(lines.append)
+    printer.onQueryTerminated(_Terminated())
+    assert lines == [] and printer.terminated.is_set()

@@ -57,9 +57,10 @@ def _lines_until(process: subprocess.Popen[str], text: str, deadline: float) -> 
 
 @pytest.mark.spark
 def test_ctrl_c_stops_serve_in_one_line_with_exit_130(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT to the process group, as a terminal sends it) once the streaming
-    query runs: the query and the session are stopped, one line says where, exit 130.
-    Before, it exited 0 after 45-80 lines of Py4J tracebacks (issue 36, defect 10)."""
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while batch 0 runs:
+    the query and the session are stopped, one line says where, exit 130. Before, it
+    exited 0 after 45-80 lines of Py4J tracebacks (issue 36, defect 10); then, mid-batch,
+    after Spark's aborted write, killed tasks and a worker's BrokenPipeError."""
     try:
         java = find_java_home()
     except JavaNotFoundError as exc:
@@ -68,13 +69,15 @@ def test_ctrl_c_stops_serve_in_one_line_with_exit_130(tmp_path: Path) -> None:
     _spool(home)
     env = dict(os.environ, PYTHONPATH=str(REPO), JAVA_HOME=str(java))
     command = [sys.executable, "-m", "xscl", "serve", "--queries", str(EXAMPLE / "queries.xscl"),
-               "--home", str(home), "--trigger-seconds", "0.5"]  # fmt: skip
+               "--home", str(home), "--trigger-seconds", "0.5",
+               "--progress-seconds", "0.5"]  # fmt: skip
     process = subprocess.Popen(
         command, env=env, cwd=tmp_path, text=True, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        started = _lines_until(process, "start-up: streaming query started", time.monotonic() + 150)
+        # mid-batch: a line of the running batch 0 (its stages' tasks) was printed
+        started = _lines_until(process, "[xscl] batch 0 (", time.monotonic() + 150)
         os.killpg(process.pid, signal.SIGINT)
         _out, rest = process.communicate(timeout=60)
     finally:
@@ -87,7 +90,7 @@ def test_ctrl_c_stops_serve_in_one_line_with_exit_130(tmp_path: Path) -> None:
     assert [ln for ln in lines if "interrupted" in ln] == [lines[-1]], text
     assert re.fullmatch(r"xscl serve: interrupted; stopped (after batch \d+|before its first "
                         r"batch)", lines[-1]), text  # fmt: skip
-    assert not [ln for ln in lines if any(word in ln for word in NOISE)], text
+    assert not [ln for ln in lines if any(word in ln for word in (*NOISE, "ERROR", "WARN"))], text
     phases = [ln.split("start-up: ")[1].split(" ")[0] for ln in lines if "start-up: " in ln]
     assert phases == ["subscribing", "starting", "4", "streaming"], text
 
@@ -128,3 +131,40 @@ def test_a_results_folder_that_cannot_be_written_stops_with_exit_4_in_one_line(
     reuse = ("Using an existing Spark session", "replaced a previously registered data source")
     said = [ln for ln in err if not any(warning in ln for warning in reuse)]
     assert len(said) == 2 and said[0].startswith("xscl serve: primary at epoch 1"), err
+
+
+#: The start of Spark's text of the query that failed writing its offset log on a full
+#: disk (issue 36, tried again as a new user: a tmpfs home filled up mid-run).
+DISK_FULL = """java.io.IOException: No space left on device
+=== Streaming Query ===
+Identifier: xscl [id = 7e7c0c18, runId = 4f138dc9]
+
+Logical Plan:
+WriteToMicroBatchDataSource xscl-job-output
+"""
+SPARK_TEXT = """org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device
+\tat org.apache.hadoop.fs.RawLocalFileSystem$LocalFSFileOutputStream.write(RawLocal...)
+Caused by: java.io.IOException: No space left on device
+"""  # fmt: skip
+
+
+def test_a_failed_query_is_told_in_one_line_with_its_exit_code(tmp_path: Path) -> None:
+    """A home whose disk is full or read-only: exit 4 and one XSCL-S024 line naming it
+    (before: exit 1 and ~100 lines of Java trace and the query's plan); the results
+    folder's XSCL-S023 as before; any other failure exit 1, cut before the plan."""
+    from xscl.spark_plugin.serve import query_failure
+
+    home = tmp_path / "home"
+    for text in (DISK_FULL, SPARK_TEXT, SPARK_TEXT.replace("No space left on device",
+                                                          "Read-only file system")):  # fmt: skip
+        code, line = query_failure(text, home)
+        reason = "Read-only file system" if "Read-only" in text else "No space left on device"
+        assert (code, line) == (4, f"XSCL-S024 the job's home {home} cannot be written (its "
+                                   f"checkpoint or Spark's working files): {reason}")  # fmt: skip
+    s023 = "XSCL-S023 the results folder /r cannot be written: x"
+    assert query_failure(f"Traceback...\nxscl.errors.OutputWriteError: {s023}\n", home) == (4, s023)
+    other = "java.lang.IllegalStateException: boom\n=== Streaming Query ===\nLogical Plan:\nX\n"
+    assert query_failure(other, home) == (
+        1, "the streaming query failed: java.lang.IllegalStateException: boom"
+    )  # fmt: skip
+    assert query_failure(other, home, "the CEL query")[1].startswith("the CEL query failed: ")

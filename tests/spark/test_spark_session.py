@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +143,51 @@ def test_the_jvm_s_stderr_is_passed_on_without_its_noise() -> None:
     JvmStderr(source, out, settle=0.05).run()
     os.close(out)
     assert os.read(told, 1 << 16) == b"10:00:00 WARN A: kept\n  at kept.trace\nworker line\n"
+
+
+def test_the_jvm_s_records_of_a_home_that_cannot_be_written_are_dropped() -> None:
+    """A full or read-only home fails Spark's own checkpoint writes with Java's
+    IOException: ``xscl serve`` tells it in one XSCL-S024 line, so Spark's record of it
+    (pages of trace) is an echo. Before, ~100 lines of it were printed."""
+    from xscl.spark_plugin.session import JvmStderr
+
+    source, sink = os.pipe()
+    told, out = os.pipe()
+    os.write(sink, b"10:00:00 ERROR MicroBatchExecution: Query xscl terminated with error\n"
+                   b"org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device\n"
+                   b"\tat org.apache.hadoop.fs.RawLocalFileSystem.write(RawLocal...)\n"
+                   b"Caused by: java.io.IOException: No space left on device\n"
+                   b"10:00:01 WARN Echo: a later record of the same failure\n")  # fmt: skip
+    os.close(sink)
+    JvmStderr(source, out, settle=0.05).run()
+    os.close(out)
+    assert os.read(told, 1 << 16) == b""
+
+
+def test_the_jvm_s_stderr_is_hushed_once_serve_is_interrupted() -> None:
+    """Ctrl-C mid-batch: Spark's aborted write, its killed tasks and a Python worker's
+    BrokenPipeError echo the one line ``xscl serve`` says; from ``hush`` on, nothing
+    passes (what came before does)."""
+    import threading
+
+    from xscl.spark_plugin.session import JvmStderr
+
+    source, sink = os.pipe()
+    told, out = os.pipe()
+    relay = JvmStderr(source, out, settle=0.05)
+    reader = threading.Thread(target=relay.run, daemon=True)
+    reader.start()
+    os.write(sink, b"10:00:00 WARN A: before\n")
+    time.sleep(0.3)  # settled: passed on
+    try:
+        relay.hush()
+    finally:
+        os.write(sink, b"10:00:01 ERROR WriteToDataSourceV2Exec: ... is aborting.\n"
+                       b"Traceback (most recent call last):\n"
+                       b"BrokenPipeError: [Errno 32] Broken pipe\n"
+                       b"10:00:02 WARN TaskSetManager: Lost task 0.0 (TaskKilled)\n"
+                       b"loose line\n")  # fmt: skip
+        os.close(sink)
+    reader.join(10)
+    os.close(out)
+    assert os.read(told, 1 << 16) == b"10:00:00 WARN A: before\n"

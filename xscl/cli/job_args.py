@@ -12,6 +12,7 @@ from xscl.engine.routing import DEFAULT_HOT_SALTS
 from xscl.results.atom import DEFAULT_MAX_ENTRIES
 from xscl.results.parts import RESULTS_FORMATS
 from xscl.service.pair.lease import DEFAULT_LEASE_SECONDS, DEFAULT_RENEW_SECONDS, LEASE_KINDS
+from xscl.spark_plugin.stage_progress import DEFAULT_INTERVAL as DEFAULT_PROGRESS_SECONDS
 
 #: Default job name: the checkpoint and results folder under ``--home``.
 DEFAULT_NAME = "xscl"
@@ -126,6 +127,15 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no start-up or per-batch progress lines (errors and the final count remain)",
     )
+    parser.add_argument(
+        "--progress-seconds",
+        type=_positive_seconds,
+        default=DEFAULT_PROGRESS_SECONDS,
+        metavar="S",
+        help="a micro-batch still running after S seconds prints a line every S seconds "
+        "while its counts change: the tasks done of its stages (routing, join groups, "
+        "writing) and the documents read (default %(default)s)",
+    )
     pair = parser.add_argument_group(
         "process pair",
         "start the job twice (same --home and --name, or the same Kubernetes Lease):\n"
@@ -148,6 +158,21 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the primary renews its lease every S seconds (default %(default)s)",
     )
+
+
+def _positive_seconds(text: str) -> float:
+    """A number of seconds above 0 (``--progress-seconds``).
+
+    >>> _positive_seconds("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds: {text!r}")
+    return value
 
 
 def add_lease_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

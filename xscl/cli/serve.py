@@ -29,14 +29,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Spark local mode with checkpoints, spool and results under --home. Each "
             "start-up phase prints a line (registry, Spark, compile job, streaming query) and "
             "each micro-batch one with documents, results, docs/s, watermark, lag and state "
-            "size (--quiet: neither). "
+            "size as it ends; a batch still running after --progress-seconds prints the tasks "
+            "done of its stages (routing, join groups, writing) and the documents read while "
+            "they change (--quiet: none of these). "
             "Results go to HOME/results/NAME (JSON Lines, exactly once across restarts), "
             "with one Atom feed per query under HOME/results/NAME/feeds (--feed-base-url: where "
             "they are served). Stop with Ctrl-C (exit 130, after one line saying which batch "
             "it stopped after); restarting with the same --home resumes from the checkpoint. "
-            "Exit 4 (XSCL-S023): the results folder could not be written; the batch was not "
-            "committed. Started twice, the second instance is a hot standby that takes over "
-            "in seconds."
+            "Exit 4 (XSCL-S023, XSCL-S024): the results folder, or the checkpoint under --home, "
+            "could not be written (a full or read-only disk); the batch was not committed. "
+            "Started twice, the second instance is a hot standby that takes over in seconds."
         ),
         epilog=(
             "example:\n"
@@ -166,6 +168,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         state_partitions=args.state_partitions, value_groups=args.value_groups,
         hot_salts=args.hot_salts, hot_threshold=args.hot_threshold,
         max_records_per_batch=args.max_records_per_batch, trigger_seconds=args.trigger_seconds,
+        progress_seconds=args.progress_seconds,
         lease=args.lease, lease_seconds=args.lease_seconds, renew_seconds=args.renew_seconds,
         lease_name=args.lease_name, lease_namespace=args.lease_namespace, cel=cel,
     )  # fmt: skip

@@ -235,9 +235,9 @@ class ProgressPrinter(StreamingQueryListener):
         """No new data (driver, listener thread): nothing to print."""
 
     def onQueryTerminated(self, event: Any) -> None:
-        """A query stopped (driver, listener thread, once per query)."""
-        if self.emit is not None and event.exception:
-            self.emit(f"query {event.id} failed: {event.exception}")
+        """A query stopped (driver, listener thread, once per query). A failure is not
+        printed here: the command tells it in one line (``xscl serve``), where Spark's
+        text (its traces and the query's plan) was pages long."""
         self.terminated.set()
 
     def wait_for(self, batches: int, timeout: float) -> bool:

@@ -35,7 +35,7 @@ from xscl.results.read import count_results, read_results
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.cel.serve import CelServe
 from xscl.spark_plugin.progress import BatchProgress, CommittedResults, parsed_progress
-from xscl.spark_plugin.session import XsclHome
+from xscl.spark_plugin.session import STORAGE_UNWRITABLE, XsclHome
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ class ServeRequest:
     hot_threshold: int = 500
     max_records_per_batch: int | None = None
     trigger_seconds: float = 1.0
+    #: seconds between two looks at a running batch's stages (``stage_progress``)
+    progress_seconds: float = 5.0
     lease: str = "file"
     lease_seconds: float = 3.0
     renew_seconds: float = 1.0
@@ -203,6 +205,9 @@ EXIT_FENCED = 3
 #: batch was not committed; restart once the folder is writable again.
 EXIT_UNWRITABLE = 4
 _UNWRITABLE = re.compile(r"XSCL-S023 [^\n]*")
+_STORAGE = re.compile(STORAGE_UNWRITABLE)
+#: Where Spark's text of a failed query goes on to its plan (never of use to a user).
+_PLAN = "\n=== Streaming Query ==="
 #: Exit code of a job stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
 EXIT_INTERRUPTED = 130
 
@@ -212,7 +217,9 @@ class Interrupts:
     main thread). Raised as ``KeyboardInterrupt`` inside a Py4J call, it broke the
     connection mid-answer and printed pages of Py4J tracebacks; here the first Ctrl-C
     only sets ``requested``, which the job checks between start-up phases and while it
-    waits for the streaming query (``_await``), then stops the query and the session.
+    waits for the streaming query (``_await``), then stops the query and the session;
+    the JVM's stderr is hushed (``session.hush_jvm_stderr``): Spark's records of the
+    stop (the aborted write, the killed tasks, the workers' broken pipes) are echoes.
     A second Ctrl-C exits at once. pyspark's ``SparkContext`` installs a handler of its
     own (it raises ``KeyboardInterrupt``): ``arm`` again once the session is built."""
 
@@ -238,10 +245,38 @@ class Interrupts:
             signal.signal(signal.SIGINT, self._previous)
 
     def _handle(self, signum: int, frame: Any) -> None:
+        from xscl.spark_plugin.session import hush_jvm_stderr
+
         if self.requested.is_set():
             print("xscl serve: interrupted again; exiting now", file=sys.stderr, flush=True)
             os._exit(EXIT_INTERRUPTED)
+        hush_jvm_stderr()  # what Spark says while the job stops echoes this one line
         self.requested.set()
+
+
+def query_failure(text: str, home: Path, what: str = "the streaming query") -> tuple[int, str]:
+    """The exit code and the line that tell a failed query's ``text`` (Spark's, with its
+    traces and plan): a results folder (``XSCL-S023``) or a home (``XSCL-S024``) that
+    cannot be written exit with 4 in one line; any other failure exits with 1, its text
+    cut before the query's plan.
+
+    >>> code, line = query_failure("java.io.IOException: No space left on device", Path("/h"))
+    >>> code, line.split(":")[0]
+    (4, "XSCL-S024 the job's home /h cannot be written (its checkpoint or Spark's working files)")
+    """
+    from xscl.errors import CheckpointWriteError
+
+    unwritable = _UNWRITABLE.search(text)
+    if unwritable is not None:
+        return EXIT_UNWRITABLE, unwritable.group(0)
+    storage = _STORAGE.search(text)
+    if storage is not None:
+        error = CheckpointWriteError(
+            f"the job's home {home} cannot be written (its checkpoint or Spark's working "
+            f"files): {storage.group(1)}"
+        )
+        return EXIT_UNWRITABLE, str(error)
+    return 1, f"{what} failed: {text.split(_PLAN)[0].rstrip()}"
 
 
 def _await(query: Any, interrupts: Interrupts, every: Callable[[], object] | None = None) -> bool:
@@ -415,6 +450,7 @@ def _run_primary(
     from xscl.spark_plugin.job.plan import start_job
     from xscl.spark_plugin.job.sink import fence_of
     from xscl.spark_plugin.progress import ProgressPrinter
+    from xscl.spark_plugin.stage_progress import StageProgress
 
     cel = r.cel
     if r.queries and not log.versions():
@@ -464,6 +500,12 @@ def _run_primary(
         return _interrupted(spark, after)
     started = time.perf_counter()
     query = start_job(spark, plan)
+    stages = None
+    if not r.quiet:
+        stages = StageProgress(
+            spark, query, folders.checkpoint, _stderr_line, interval=r.progress_seconds,
+            name=plan.name,
+        ).start()  # fmt: skip
     startup.phase(
         f"streaming query started after {startup.seconds():.1f} s; one line per micro-batch "
         f"follows (results under {folders.results_root})"
@@ -484,6 +526,8 @@ def _run_primary(
     except Exception:  # StreamingQueryException: reported from query.exception() below
         ended = True
     finally:
+        if stages is not None:
+            stages.stop()
         if not ended:
             query.stop()
         if cel_query is not None:
@@ -493,8 +537,9 @@ def _run_primary(
         done = [b.batch_id for b in list(printer.batches)]
         return _interrupted(spark, max(done, default=after))
     if cel_query is not None and cel_query.exception() is not None:
-        print(f"xscl serve: the CEL query failed: {cel_query.exception()}", file=sys.stderr)
-        return JobReport(1)
+        code, line = query_failure(str(cel_query.exception()), r.home.root, "the CEL query")
+        print(f"xscl serve: {line}", file=sys.stderr)
+        return JobReport(code)
     batches = list(printer.batches)
     report = JobReport(
         0,
@@ -507,13 +552,8 @@ def _run_primary(
             from xscl.service.pair.lease import lost_message
 
             _fenced_exit(lost_message(epoch, lease.read()))
-        unwritable = _UNWRITABLE.search(str(query.exception()))
-        if unwritable is not None:
-            print(f"xscl serve: {unwritable.group(0)}", file=sys.stderr)
-            report.exit_code = EXIT_UNWRITABLE
-            return report
-        print(f"xscl serve: the streaming query failed: {query.exception()}", file=sys.stderr)
-        report.exit_code = 1
+        report.exit_code, line = query_failure(str(query.exception()), r.home.root)
+        print(f"xscl serve: {line}", file=sys.stderr)
         return report
     if r.output:
         records = sorted(
@@ -523,9 +563,13 @@ def _run_primary(
         total = len(records)
     else:
         total = count_results(folders.results_root)
+    said = ""
+    if cel is not None:  # the CEL query's results, in their own folder
+        cel_root = r.home.root / "results" / f"{r.name}.cel"
+        said = f"; {sum(1 for _ in read_results(cel_root, key='id'))} CEL results in {cel_root}"
     print(
         f"xscl: {report.documents} documents read this run; {total} results in total in "
-        f"{folders.results_root} (job {report.seconds:.1f} s)",
+        f"{folders.results_root}{said} (job {report.seconds:.1f} s)",
         file=sys.stderr,
     )
     report.results = total

@@ -29,6 +29,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,7 +306,6 @@ def _launch_jvm(settings: Mapping[str, str]) -> None:
     """Start the driver's JVM as ``getOrCreate`` would (the same ``--conf`` settings),
     with its stderr read by a thread that passes it on to ours (``JvmStderr``). Spark's
     logs and the Python workers' stderr (children of the JVM) pass through it too."""
-    import threading
     from subprocess import PIPE
 
     from pyspark import SparkConf, SparkContext
@@ -316,15 +316,32 @@ def _launch_jvm(settings: Mapping[str, str]) -> None:
     stderr = gateway.proc.stderr if gateway.proc is not None else None
     if stderr is not None:
         relay = JvmStderr(stderr.fileno())
+        _RELAYS.append(relay)
         threading.Thread(target=relay.run, name="xscl-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway)
 
 
 #: The first line of one of Spark's warnings or errors, as ``_QUIET_LOG4J`` lays it out.
 _LOG_RECORD = re.compile(rb"\d\d:\d\d:\d\d (?:FATAL|ERROR|WARN) ")
-#: The failures ``xscl serve`` tells in one line itself (a results folder that cannot be
-#: written, a lease taken over): Spark's records of them are echoes, with traces.
-_TOLD = re.compile(rb"XSCL-S02[03]\b")
+#: Java's words for a file system that cannot be written (full, read-only, over quota):
+#: the job's checkpoint or Spark's working files under the home (``XSCL-S024``).
+STORAGE_UNWRITABLE = (
+    r"java\.io\.IOException: (No space left on device|Read-only file system|Disk quota exceeded)"
+)
+#: The failures ``xscl serve`` tells in one line itself (a results folder or a home that
+#: cannot be written, a lease taken over): Spark's records of them are echoes, with traces.
+_TOLD = re.compile(rb"XSCL-S02[03]\b|" + STORAGE_UNWRITABLE.encode())
+#: The relays of this process's driver JVM (one, once a session was built here).
+_RELAYS: list[JvmStderr] = []
+
+
+def hush_jvm_stderr() -> None:
+    """Pass nothing more of the driver JVM's stderr on (driver; ``xscl serve`` on Ctrl-C,
+    from its signal handler): what Spark says while the job stops (the aborted write,
+    the killed tasks, the Python workers' broken pipes) echoes a stop the command tells
+    in one line itself."""
+    for relay in _RELAYS:
+        relay.hush()
 
 
 class JvmStderr:
@@ -334,8 +351,9 @@ class JvmStderr:
     records of a failure the command tells in one line itself (``_TOLD``: the task's
     error, the lost tasks, the aborted write, the query's end, each with its Java and
     Python traces), with every further warning or error record for ``quiet_seconds``
-    (the same failure's echoes). A record is its first line and the lines after it up
-    to the next record's, or until nothing came for ``settle`` seconds.
+    (the same failure's echoes); after ``hush``, everything. A record is its first line
+    and the lines after it up to the next record's, or until nothing came for
+    ``settle`` seconds.
     """
 
     def __init__(
@@ -347,6 +365,12 @@ class JvmStderr:
         self.quiet_seconds = quiet_seconds
         self._record: list[bytes] = []
         self._quiet_until = 0.0
+        self._hushed = threading.Event()
+
+    def hush(self) -> None:
+        """Drop everything from now on (``hush_jvm_stderr``); the stream is still read,
+        so the JVM never blocks on a full pipe."""
+        self._hushed.set()
 
     def run(self) -> None:
         """Pass the stream on until it ends (the JVM exited)."""
@@ -370,6 +394,9 @@ class JvmStderr:
         self._flush(time.monotonic())
 
     def _line(self, line: bytes, now: float) -> None:
+        if self._hushed.is_set():
+            self._record.clear()
+            return
         if line.startswith(_JVM_NOISE):
             return
         if _LOG_RECORD.match(line):
@@ -381,7 +408,8 @@ class JvmStderr:
             self._write(line)
 
     def _flush(self, now: float) -> None:
-        if not self._record:
+        if not self._record or self._hushed.is_set():
+            self._record.clear()
             return
         text = b"".join(self._record)
         self._record.clear()

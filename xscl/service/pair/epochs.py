@@ -105,6 +105,12 @@ def last_committed_batch(checkpoint: Path) -> int:
     return (_batches(checkpoint / "commits") or [-1])[-1]
 
 
+def newest_planned_batch(checkpoint: Path) -> int:
+    """The newest batch in ``checkpoint``'s offset log (-1: none): the running one
+    while its commit is not written (Spark logs a batch's offsets before running it)."""
+    return (_batches(checkpoint / "offsets") or [-1])[-1]
+
+
 def batch_end_offset(checkpoint: Path, batch: int) -> int | None:
     """The spool offset batch ``batch`` read up to (its offsets file), None if unknown.
 
