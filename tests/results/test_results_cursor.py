@@ -182,11 +182,11 @@ def test_the_results_structure_reads_each_part_once_and_agrees_with_invoke(
     import xscl.results.cursor as cursor_module
 
     opened: list[Path] = []
-    reader = cursor_module.part_records
+    reader = cursor_module.query_rows
 
-    def counting(file: Path) -> Any:
+    def counting(file: Path, qid: str) -> Any:
         opened.append(file)
-        return reader(file)
+        return reader(file, qid)
 
     hour = 3600 * 10**6
     start = parse_ts("2026-01-01T00:00:00Z")
@@ -204,7 +204,7 @@ def test_the_results_structure_reads_each_part_once_and_agrees_with_invoke(
         _commit(folder, number, batch(number))
         now = start + (number + 1) * hour + hour // 4
         with monkeypatch.context() as patch:
-            patch.setattr(cursor_module, "part_records", counting)
+            patch.setattr(cursor_module, "query_rows", counting)
             got = [r["result_id"] for r in structure.invoke(now)]
         assert got == [r["result_id"] for r in invoke(tmp_path, "Q1", now, 2 * hour)]
     assert got == ["4-1", "4-2", "5-0", "5-1", "5-2"]  # 4-0 (4 h) left the window at 6.25 h

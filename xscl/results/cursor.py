@@ -42,6 +42,7 @@ from typing import Any
 from xscl.connectors.document import parse_ts
 from xscl.errors import ResultCursorError, TimestampError
 from xscl.lang.ast import Query
+from xscl.results.part_index import query_rows
 from xscl.results.read import part_records, visible_markers
 
 _EPOCH_FOLDER = re.compile(r"e(\d{8})")
@@ -174,8 +175,9 @@ def _records_after(
     root: Path, qid: str, after: Cursor | None
 ) -> Iterator[tuple[dict[str, Any] | None, Cursor]]:
     """Each record of ``qid`` after ``after`` with the cursor just past it; None with a
-    cursor for the rows of other queries and the end of each batch, so that a reader
-    that stops there resumes without reading them again.
+    cursor for a record already yielded and the end of each batch, so that a reader
+    that stops there resumes without reading them again. A part's rows of other
+    queries are never read (``results.part_index``: each part indexed once).
 
     A result id already yielded is not yielded again (as ``read_results``: first
     committed wins; the job commits each result once, so this only matters for a
@@ -200,12 +202,12 @@ def _records_after(
         for index, part in enumerate(marker["parts"]):
             if index < start_part:
                 continue
-            for row, record in enumerate(part_records(folder / part["file"])):
+            for row, record in query_rows(folder / part["file"], qid):  # its rows only
                 if index == start_part and row < start_row:
                     continue
                 here = Cursor(qid, epoch, batch, index, row + 1, origins)
                 rid = str(record.get("result_id"))
-                if record.get("query") != qid or rid in skip or rid in seen:
+                if rid in skip or rid in seen:
                     yield None, here
                     continue
                 seen.add(rid)

@@ -1,0 +1,112 @@
+"""Which rows of a committed part belong to which query, read once per part and process.
+
+A cursor reader (``results.cursor.page``) wants one query's records; a committed part
+holds the records of many queries (a join group's batch), and the parts never change
+once committed (``results.commit``). So each part is indexed the first time a process
+reads it: per query, its rows and, for JSON Lines, the byte offset of each row's line.
+Later pages of any query read only that query's lines. Without it every page of every
+subscription parsed every record committed before its cursor (the subscription API's
+results endpoint: docs/benchmarks.md, "The subscription API under load").
+
+The index of a JSON Lines part reads each line's query id from the line's start, as the
+job writes it (``engine.json_lines``: ``{"query":"...","result_id":...``), and parses a
+line that starts otherwise. A Parquet part's index reads its ``query`` column.
+
+Where it runs: wherever results are read by cursor (the API process, users' code); the
+indexes of the ``MAX_PARTS`` parts read last are kept per process. Nothing is pickled.
+
+>>> import tempfile, pathlib
+>>> part = pathlib.Path(tempfile.mkdtemp()) / "part-0.jsonl"
+>>> _ = part.write_text('{"query":"A","result_id":"1"}\\n{"query":"B","result_id":"2"}\\n'
+...                     '{"result_id":"3","query":"A"}\\n')
+>>> [(row, record["result_id"]) for row, record in query_rows(part, "A")]
+[(0, '1'), (2, '3')]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from xscl.errors import ResultsDirectoryError
+from xscl.results.read import part_records
+
+#: How many parts' indexes a process keeps (least recently read dropped first).
+MAX_PARTS = 4096
+
+#: A JSON line as the job writes it starts with its query id (a JSON string).
+_LEADING_QUERY = re.compile(rb'\{"query":"((?:[^"\\]|\\.)*)"')
+
+#: per query: its rows and their lines' byte offsets (-1 for a Parquet part's rows)
+PartIndex = dict[str, list[tuple[int, int]]]
+
+_INDEXES: OrderedDict[tuple[str, int, int], PartIndex] = OrderedDict()
+
+
+def query_rows(file: Path, qid: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row, record)`` of each of ``qid``'s records in committed part ``file``."""
+    rows = part_index(file).get(qid, [])
+    if not rows:
+        return
+    if file.suffix == ".parquet":
+        wanted = {row for row, _offset in rows}
+        for row, record in enumerate(part_records(file)):
+            if row in wanted:
+                yield row, record
+        return
+    with open(file, "rb") as handle:
+        for row, offset in rows:
+            handle.seek(offset)
+            line = handle.readline()
+            try:
+                yield row, json.loads(line)
+            except ValueError as exc:
+                raise ResultsDirectoryError(
+                    f"{file.name}:{row + 1} is not a JSON record: {exc}"
+                ) from exc
+
+
+def part_index(file: Path) -> PartIndex:
+    """The index of committed part ``file`` (built on its first read in this process)."""
+    stat = file.stat()
+    key = (str(file), stat.st_size, stat.st_mtime_ns)
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _parquet_index(file) if file.suffix == ".parquet" else _jsonl_index(file)
+        _INDEXES[key] = index
+        if len(_INDEXES) > MAX_PARTS:
+            _INDEXES.popitem(last=False)
+    else:
+        _INDEXES.move_to_end(key)
+    return index
+
+
+def _jsonl_index(file: Path) -> PartIndex:
+    index: PartIndex = {}
+    offset = 0
+    with open(file, "rb") as handle:
+        for row, line in enumerate(handle):
+            found = _LEADING_QUERY.match(line)
+            if found is not None and b"\\" not in found.group(1):
+                qid = found.group(1).decode("utf-8")
+            else:
+                try:
+                    qid = str(json.loads(line).get("query"))
+                except ValueError as exc:
+                    raise ResultsDirectoryError(
+                        f"{file.name}:{row + 1} is not a JSON record: {exc}"
+                    ) from exc
+            index.setdefault(qid, []).append((row, offset))
+            offset += len(line)
+    return index
+
+
+def _parquet_index(file: Path) -> PartIndex:
+    index: PartIndex = {}
+    for row, record in enumerate(part_records(file)):
+        index.setdefault(str(record.get("query")), []).append((row, -1))
+    return index
