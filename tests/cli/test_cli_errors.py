@@ -701,3 +701,44 @@ def test_check_lists_errors_in_the_order_of_the_file(
     codes = [ln.split(": ")[1].split()[0] for ln in capsys.readouterr().err.splitlines()
              if "XSCL-" in ln]  # fmt: skip
     assert codes == ["XSCL-V001", "XSCL-P004", "XSCL-V001"]
+
+
+# -- cel publish / api token create: a --home that cannot be written ----------------------
+
+
+def test_cel_publish_to_a_home_under_a_file_names_the_home(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = _blocked(tmp_path) / "home"
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"stream": "S", "start": 1, "end": 1, "attrs": {}}\n', encoding="utf-8")
+    assert main(["cel", "publish", str(events), "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"xscl cel publish: cannot add {events} to the job's events ")
+    assert f"under --home {home}: {tmp_path / 'a_file'} is a file, not a directory;" in line
+
+
+def test_api_token_create_that_cannot_write_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home under a regular file, and a tokens file on a read-only file system
+    (simulated: writing it fails with EROFS): one line each, the path and the advice."""
+    import xscl.connectors.durable as durable
+
+    home = _blocked(tmp_path) / "home"
+    assert main(["api", "token", "create", "alice", "--home", str(home)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("xscl api token create: cannot write the tokens file ")
+    assert "is a file, not a directory; give --home (or --tokens)" in line
+
+    def read_only(path: Path, data: bytes) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(durable, "write_synced", read_only)
+    tokens = tmp_path / "api" / "tokens.json"
+    assert main(["api", "token", "create", "alice", "--home", str(tmp_path)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"xscl api token create: XSCL-A008 cannot write the tokens file {tokens}: "
+        "Read-only file system; give --home (or --tokens) a place you can write to"
+    )

@@ -63,3 +63,14 @@ def test_subscribe_refuses_invalid_regexes_and_adds_nothing(
     capsys.readouterr()
     assert main(["subscriptions", *home]) == 0
     assert capsys.readouterr().out.split() == ["ok"]
+
+
+def test_a_refused_pattern_is_shown_as_the_query_wrote_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not Python's repr: one backslash, and a quote doubled as XPath doubles it."""
+    queries = tmp_path / "q.xscl"
+    queries.write_text("Q: S//item[matches(title, '\\bit''s')];\n", encoding="utf-8")
+    assert main(["check", str(queries)]) == 2
+    out, err = capsys.readouterr()
+    assert "the pattern '\\bit''s' of matches():" in out + err

@@ -114,7 +114,14 @@ def run_token_create(args: argparse.Namespace) -> int:
         print(f"xscl api token create: {exc}", file=sys.stderr)
         return 1 if exc.code == "XSCL-A008" else 2
     except OSError as exc:
-        print(f"xscl api token create: cannot write {store.path}: {exc}", file=sys.stderr)
+        from xscl.cli.common import os_error_reason, unwritable_folder
+
+        reason = unwritable_folder(store.path.parent) or os_error_reason(exc)
+        print(
+            f"xscl api token create: cannot write the tokens file {store.path}: {reason}; "
+            "give --home (or --tokens) a place you can write to",
+            file=sys.stderr,
+        )
         return 1
     print(token)
     role = "admin" if args.admin else "client"

@@ -26,6 +26,7 @@ from xscl.cli.common import (
     parse_duration,
     print_errors,
     unwritable_file,
+    unwritable_folder,
 )
 from xscl.errors import SparkBatchError, XsclError, XsclSyntaxError
 from xscl.events.batch import run_batch
@@ -164,6 +165,17 @@ def run_publish(args: argparse.Namespace) -> int:
     try:
         added = add_events(folder, args.file)
     except (OSError, UnicodeDecodeError) as exc:
+        if isinstance(exc, OSError) and exc.filename is not None and Path(
+            str(exc.filename)
+        ) != Path(args.file):  # the events folder under the home, not the input file
+            why = unwritable_folder(folder) or os_error_reason(exc)
+            print(
+                f"xscl cel publish: cannot add {args.file} to the job's events {folder} "
+                f"under --home {args.home}: {why}; give --home the job's home, a "
+                "folder you can write to",
+                file=sys.stderr,
+            )
+            return 1
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         print(f"xscl cel publish: cannot add {args.file}: {reason}", file=sys.stderr)
         return 1

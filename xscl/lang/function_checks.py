@@ -81,7 +81,8 @@ def _regex_problem(expression: str, token: Any) -> Problem | None:
     else:
         start = _literal_offset(expression, pattern)
         offset = _pattern_offset(expression, start, position or 0)
-    return "XSCL-V010", f"the pattern {pattern.value!r} of {name}(): {message}", offset
+    written = "'" + str(pattern.value).replace("'", "''") + "'"  # as XPath writes it
+    return "XSCL-V010", f"the pattern {written} of {name}(): {message}", offset
 
 
 def _walk(expression: str, token: Any) -> Problem | None:

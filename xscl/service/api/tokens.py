@@ -59,7 +59,7 @@ class TokenStore:
     def _entries(self) -> dict[str, dict[str, object]]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # none yet (creating one says why not)
             return {}
         except (OSError, ValueError) as exc:
             raise ApiRequestError.from_code("XSCL-A008", f"cannot read {self.path}: {exc}") from exc
@@ -91,8 +91,11 @@ class TokenStore:
             write_atomically(self.path, body)
             os.chmod(self.path, 0o600)
         except OSError as exc:
+            why = exc.strerror or str(exc)
             raise ApiRequestError.from_code(
-                "XSCL-A008", f"cannot write {self.path}: {exc}"
+                "XSCL-A008",
+                f"cannot write the tokens file {self.path}: {why}; give --home (or --tokens) "
+                "a place you can write to",
             ) from exc
         return token
 
