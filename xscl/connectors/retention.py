@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +48,7 @@ from xscl.connectors.segment import (
     body_key,
     body_ts,
     encode_header,
-    parse_segment_name,
+    list_segments,
     scan_segment,
     segment_name,
 )
@@ -117,7 +116,7 @@ def retention_cut(path: Path, first: int, sealed_end: int, newest: int, retentio
 
 def sealed_spans(path: Path, first: int, sealed_end: int) -> list[tuple[int, int]]:
     """``(base, end)`` of each sealed segment holding offsets in ``[first, sealed_end)``."""
-    bases = sorted(b for b, sealed in _segments(path) if sealed and b < sealed_end)
+    bases = sorted(b for b, sealed in list_segments(path) if sealed and b < sealed_end)
     spans = list(zip(bases, [*bases[1:], sealed_end], strict=False))
     return [(b, e) for b, e in spans if e > first]
 
@@ -148,7 +147,7 @@ def finish(path: Path, first: int) -> tuple[int, bool]:
     every open. The segments removed, and whether one was rewritten."""
     for leftover in path.glob(".*.seg.tmp"):
         leftover.unlink()
-    listed = _segments(path)
+    listed = list_segments(path)
     below = [(b, sealed) for b, sealed in listed if b < first]
     if not below:
         return 0, False
@@ -193,10 +192,3 @@ def _rewrite_from(path: Path, base: int, first: int) -> None:
     fsync_dir(path)
 
 
-def _segments(path: Path) -> Iterable[tuple[int, bool]]:
-    found = []
-    for name in os.listdir(path):
-        parsed = parse_segment_name(name)
-        if parsed is not None:
-            found.append(parsed)
-    return sorted(found)

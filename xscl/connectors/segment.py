@@ -22,6 +22,7 @@ Active segments are named ``<base:020d>.active``; sealed ones ``<base:020d>.seg`
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -54,6 +55,16 @@ def parse_segment_name(name: str) -> tuple[int, bool] | None:
             if len(stem) == 20 and stem.isdigit():
                 return int(stem), sealed
     return None
+
+
+def list_segments(path: Path) -> list[tuple[int, bool]]:
+    """``(base, sealed)`` of every segment file in spool folder ``path``, by base."""
+    found = []
+    for name in os.listdir(path):
+        parsed = parse_segment_name(name)
+        if parsed is not None:
+            found.append(parsed)
+    return sorted(found)
 
 
 def encode_header(base: int) -> bytes:

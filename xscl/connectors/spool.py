@@ -78,7 +78,7 @@ from xscl.connectors.segment import (
     encode_header,
     encode_record,
     frame_at,
-    parse_segment_name,
+    list_segments,
     scan_segment,
     segment_name,
 )
@@ -111,13 +111,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _list_segments(path: Path) -> list[tuple[int, bool]]:
-    found = []
-    for name in os.listdir(path):
-        parsed = parse_segment_name(name)
-        if parsed is not None:
-            found.append(parsed)
-    return sorted(found)
 
 
 def read_head(path: Path) -> int:
@@ -248,7 +241,7 @@ class SpoolReader:
         return data
 
     def _relist(self) -> None:
-        listed = _list_segments(self.path)
+        listed = list_segments(self.path)
         for base, sealed in listed:
             known = self._segments.get(base)
             if known is None:
@@ -348,7 +341,7 @@ class Spool:
         #: the first retained offset; a compaction a crash interrupted is finished first
         self._first = retained_from(self.path)
         finish(self.path, self._first)
-        segments = _list_segments(self.path)
+        segments = list_segments(self.path)
         actives = [base for base, sealed in segments if not sealed]
         if len(actives) > 1 or (actives and actives[0] != segments[-1][0]):
             raise SpoolCorruptError(
