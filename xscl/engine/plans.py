@@ -66,10 +66,13 @@ class RolePlan:
     max_window: int | None = 0
     #: per step, how many rows have each var id there (``vars_at``)
     var_counts: list[Counter[int]] = field(default_factory=list)
-    #: per trie node (by ``id``), the widest span any row below it allows (``span_below``)
-    spans: dict[int, int | None] = field(default_factory=dict)
-    #: per trie leaf (by ``id``), its rows widest span first (``rows_by_span``)
-    sorted_leaves: dict[int, list[QueryRow]] = field(default_factory=dict)
+    #: per trie node (by ``id``), the widest span any row below it allows (``span_below``);
+    #: derived from the trie, so not compared (ids differ from one build to another)
+    spans: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
+    #: per trie leaf (by ``id``), its rows widest span first (``rows_by_span``; derived)
+    sorted_leaves: dict[int, list[QueryRow]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     #: per block, the side of the new document's timestamp its document lies on
     #: (``block_sides``)
