@@ -265,10 +265,11 @@ _DOCS_AS_MICROS = pa.list_(
 )
 
 
-def parquet_result_ids(path: str | Path) -> list[str]:
-    """The ``result_id`` column of one part file (any schema that has one)."""
-    ids: list[str] = pq.read_table(path, columns=["result_id"]).column("result_id").to_pylist()
-    return ids
+def parquet_column(path: str | Path, name: str) -> list[str]:
+    """Column ``name`` (``result_id``, ``query``) of one part file, any schema that has
+    one, as strings."""
+    values = pq.read_table(path, columns=[name]).column(name).to_pylist()
+    return [str(value) for value in values]
 
 
 def _plain_records(parquet: pq.ParquetFile) -> Iterator[dict[str, Any]]:

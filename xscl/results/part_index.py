@@ -9,37 +9,33 @@ subscription parsed every record committed before its cursor (the subscription A
 results endpoint: docs/benchmarks.md, "The subscription API under load").
 
 The index of a JSON Lines part reads each line's query id from the line's start, as the
-job writes it (``engine.json_lines``: ``{"query":"...","result_id":...``), and parses a
-line that starts otherwise. A Parquet part's index reads its ``query`` column.
+job writes it (``results.read.LEADING_FIELDS``), and parses a line that starts
+otherwise. A Parquet part's index reads its ``query`` column.
 
 Where it runs: wherever results are read by cursor (the API process, users' code); the
 indexes of the ``MAX_PARTS`` parts read last are kept per process. Nothing is pickled.
 
 >>> import tempfile, pathlib
 >>> part = pathlib.Path(tempfile.mkdtemp()) / "part-0.jsonl"
->>> _ = part.write_text('{"query":"A","result_id":"1"}\\n{"query":"B","result_id":"2"}\\n'
-...                     '{"result_id":"3","query":"A"}\\n')
+>>> _ = part.write_text('{"query":"A","result_id":"1a"}\\n{"query":"B","result_id":"2b"}\\n'
+...                     '{"result_id":"3c","query":"A"}\\n')
 >>> [(row, record["result_id"]) for row, record in query_rows(part, "A")]
-[(0, '1'), (2, '3')]
+[(0, '1a'), (2, '3c')]
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from xscl.errors import ResultsDirectoryError
-from xscl.results.read import part_records
+from xscl.results.read import LEADING_FIELDS, part_records
 
 #: How many parts' indexes a process keeps (least recently read dropped first).
 MAX_PARTS = 4096
-
-#: A JSON line as the job writes it starts with its query id (a JSON string).
-_LEADING_QUERY = re.compile(rb'\{"query":"((?:[^"\\]|\\.)*)"')
 
 #: per query: its rows and their lines' byte offsets (-1 for a Parquet part's rows)
 PartIndex = dict[str, list[tuple[int, int]]]
@@ -90,7 +86,7 @@ def _jsonl_index(file: Path) -> PartIndex:
     offset = 0
     with open(file, "rb") as handle:
         for row, line in enumerate(handle):
-            found = _LEADING_QUERY.match(line)
+            found = LEADING_FIELDS.match(line)
             if found is not None and b"\\" not in found.group(1):
                 qid = found.group(1).decode("utf-8")
             else:
@@ -106,7 +102,13 @@ def _jsonl_index(file: Path) -> PartIndex:
 
 
 def _parquet_index(file: Path) -> PartIndex:
+    from xscl.results.parquet import parquet_column
+
     index: PartIndex = {}
-    for row, record in enumerate(part_records(file)):
-        index.setdefault(str(record.get("query")), []).append((row, -1))
+    try:
+        queries = parquet_column(file, "query")
+    except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors subclass these
+        raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
+    for row, qid in enumerate(queries):
+        index.setdefault(qid, []).append((row, -1))
     return index

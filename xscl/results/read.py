@@ -90,28 +90,33 @@ def read_results(path: str | Path, key: str = "result_id") -> Iterator[dict[str,
 
 
 def count_results(path: str | Path) -> int:
-    """How many records ``read_results`` yields, reading only their result ids.
+    """How many records ``read_results`` yields (``result_ids``)."""
+    return len(result_ids(path))
+
+
+def result_ids(path: str | Path) -> set[str]:
+    """The result ids of every committed record, reading only the ids.
 
     From a Parquet part that is one column, from a JSON line its leading
     ``{"query":…,"result_id":…`` (``_jsonl_result_ids``), not every record's XML:
-    the job reports this at the end of a run, and parsing each line whole was
+    the job reports the count at the end of a run, and parsing each line whole was
     most of the driver's CPU at 1.2 million results (docs/benchmarks.md).
     """
     seen: set[str] = set()
     for file in _committed_parts(Path(path)):
         if file.suffix == ".parquet":
-            from xscl.results.parquet import parquet_result_ids
+            from xscl.results.parquet import parquet_column
 
             with _readable_parquet(file):
-                seen.update(parquet_result_ids(file))
+                seen.update(parquet_column(file, "result_id"))
         else:
             seen.update(_jsonl_result_ids(file))
-    return len(seen)
+    return seen
 
 
 #: How every JSON line of the job starts (``engine.json_lines.JsonLineEncoder``): the query id
-#: as a JSON string (escapes included), then the hex result id.
-_LEADING_RESULT_ID = re.compile(rb'\{"query":"(?:[^"\\]|\\.)*","result_id":"([0-9a-f]+)"')
+#: as a JSON string (escapes included, group 1), then the hex result id (group 2).
+LEADING_FIELDS = re.compile(rb'\{"query":"((?:[^"\\]|\\.)*)","result_id":"([0-9a-f]+)"')
 
 
 def _jsonl_result_ids(file: Path) -> Iterator[str]:
@@ -130,9 +135,9 @@ def _jsonl_result_ids(file: Path) -> Iterator[str]:
     """
     with open(file, "rb") as handle:
         for number, line in enumerate(handle, start=1):
-            leading = _LEADING_RESULT_ID.match(line)
+            leading = LEADING_FIELDS.match(line)
             if leading is not None and line.rstrip().endswith(b"}"):
-                yield leading.group(1).decode("ascii")
+                yield leading.group(2).decode("ascii")
                 continue
             try:
                 yield str(json.loads(line)["result_id"])

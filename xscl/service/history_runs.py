@@ -186,11 +186,11 @@ def commit(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
 
     from xscl.connectors.durable import write_synced
     from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
-    from xscl.results.read import committed_markers, read_results
+    from xscl.results.read import committed_markers, result_ids
 
     root = Path(folder)
     clear_staging(root)  # a scan killed before its marker left only staging files
-    known = {r["result_id"] for r in read_results(root)} if root.is_dir() else set()
+    known = result_ids(root) if root.is_dir() else set()
     fresh = [r for r in records if r["result_id"] not in known]
     if not fresh:
         return 0
