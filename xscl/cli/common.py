@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -79,6 +80,23 @@ def print_errors(errors: Sequence[XsclError], *, source: str, as_json: bool = Fa
             print(error, file=sys.stderr)
         else:
             print(f"{source}:{error}", file=sys.stderr)
+
+
+def duration_argument(text: str) -> int:
+    """An option's duration in microseconds (an argparse ``type``: a bad one is a usage
+    error). ``--history 0`` asks for none."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_duration_argument(text: str) -> int:
+    """``duration_argument`` above 0 (``--retention``)."""
+    micros = duration_argument(text)
+    if micros <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return micros
 
 
 #: The exit code when some queries of a file were rejected (each printed with its coded

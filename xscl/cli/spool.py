@@ -71,20 +71,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_retention_option(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
     """``--retention D``: keep what arrived while the spool's clock was within D of its
     newest timestamp (docs/architecture.md, "Connectors and the durable spool")."""
-    from xscl.cli.common import parse_duration
-
-    def duration(text: str) -> int:
-        try:
-            micros = parse_duration(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-        if micros <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-        return micros
+    from xscl.cli.common import positive_duration_argument
 
     parser.add_argument(
         "--retention",
-        type=duration,
+        type=positive_duration_argument,
         required=required,
         metavar="D",
         help=(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xscl.cli.common import cannot_read, os_error_reason, unwritable_folder
+from xscl.cli.common import cannot_read, duration_argument, os_error_reason, unwritable_folder
 from xscl.cli.job_args import DEFAULT_NAME
 from xscl.errors import XsclSyntaxError
 from xscl.lang.source import read_source
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub.add_argument("file", metavar="FILE.xscl")
     sub.add_argument(
         "--history",
-        type=_history,
+        type=duration_argument,
         metavar="D",
         help=(
             "give the queries their results over the spool's documents within D before "
@@ -81,15 +81,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _job_options(listing)
     listing.add_argument("--json", action="store_true", help="one JSON object per event")
     listing.set_defaults(func=run_list)
-
-
-def _history(text: str) -> int:
-    from xscl.lang.durations import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _job_options(parser: argparse.ArgumentParser) -> None:
