@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.spark.test_spark_subscriptions import BY_AUTHOR, FOLLOW, _docs  # same items
 from xscl.cli.main import main
-from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool, SpoolReader
 from xscl.lang.parser import parse_file
 from xscl.reference import evaluate, make_document
@@ -26,25 +26,6 @@ from xscl.spark_plugin.history_scan import SparkScanner
 from xscl.spark_plugin.job.plan import JobPlan, start_job
 
 pytestmark = pytest.mark.spark
-BY_AUTHOR = "by_author: S//item->i[./author->a] JOIN {a = b, INF} S//item->j[./author->b];\n"
-FOLLOW = (
-    "follow: S//item->i[./author->a][./tag->x] FOLLOWED BY {a = b AND x = y, 20s} "
-    "S//item->j[./author->b][./tag->y];\n"
-)
-BASE_TS = 1_149_156_000_000_000
-
-
-def _docs(start: int, count: int) -> list[Document]:
-    """Three seconds apart, in time order (no document is late under a lateness of 0)."""
-    return [
-        Document(
-            "S",
-            f"d{i}",
-            BASE_TS + i * 3_000_000,
-            f"<item><author>a{i % 3}</author><tag>g{i % 2}</tag></item>",
-        )
-        for i in range(start, start + count)
-    ]
 
 
 def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> None:
