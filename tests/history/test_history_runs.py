@@ -1,13 +1,16 @@
 """The scans a job owes (``service.history_runs``): the first scan as soon as the event
-took effect, the closing scan once the spool's clock passed the history's window, each
-result committed once under ``results/NAME/history/<event>``; with the live part, the
-reference over each query's history and the new documents."""
+took effect, follow-up scans while the spool grows, the last once the spool's clock
+passed the history's window (never, for an INF window or a job without allowed
+lateness), each result committed once under ``results/NAME/history/<event>``; with the
+live part, the reference over each query's history and the new documents."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.history.kit import HOUR, QUERIES, documents, live, spooled
 from tests.workloads import reference_records
@@ -29,9 +32,9 @@ def test_the_first_scan_then_the_closing_one(tmp_path: Path) -> None:
     reader = spooled(tmp_path / "spool", docs[:40])
     log = SubscriptionLog(tmp_path / "registry")
     event = log.subscribe(QUERIES, source="q.xscl")
-    assert [(g.ids, g.history, g.window) for g in groups(event)] == [
+    assert [(g.ids, g.history, g.reach) for g in groups(event)] == [
         (("coverage",), 3 * DAY, 3 * DAY),
-        (("alone",), 7 * DAY, None),  # one block: the default history, never closes
+        (("alone",), 7 * DAY, 0),  # one block: the default history, final at once
     ]
     log.record_applied(event.version, 30)  # the job applied it at offset 30
     runs = HistoryRuns(
@@ -40,6 +43,7 @@ def test_the_first_scan_then_the_closing_one(tmp_path: Path) -> None:
         tmp_path / "history",
         InProcessScanner(str(reader.path), allowed_lateness=0),
         allowed_lateness=0,
+        follow_seconds=3_600.0,  # no follow-up scan in this test: the closing one only
     )
     first = runs.step()
     assert first > 0 and runs.step() == 0  # nothing more until the window closes
@@ -63,7 +67,9 @@ def test_a_failing_scan_is_one_line_and_nothing_committed(tmp_path: Path) -> Non
     log = SubscriptionLog(tmp_path / "registry")
     log.record_applied(log.subscribe(QUERIES, source="q.xscl").version, 30)
 
-    def broken(event: Any, ids: Any, span: HistorySpan, end: int) -> list[dict[str, Any]]:
+    def broken(
+        event: Any, ids: Any, span: HistorySpan, end: int, *, last: bool
+    ) -> list[dict[str, Any]]:
         raise OSError("disk gone")
 
     said: list[str] = []
@@ -90,3 +96,74 @@ def test_a_client_s_subscription_gets_its_history_under_its_own_ids(tmp_path: Pa
     assert runs.step() > 0
     committed = list(read_results(tmp_path / "history" / "1"))
     assert {r["query"] for r in committed} == {"alice~coverage", "alice~alone"}
+
+
+@pytest.mark.parametrize(
+    ("window", "lateness"),
+    [("INF", 0), ("3d", None)],  # never final: an INF window, or no allowed lateness
+)
+def test_a_group_that_never_closes_is_followed(
+    tmp_path: Path, window: str, lateness: int | None
+) -> None:
+    """The joins of history documents with documents that arrive after the subscription
+    come from the follow-up scans, each once, and the history's results with the live
+    job's are the reference's over the history and every later document."""
+    text = f"forever: adv/item[./cve->c] FOLLOWED BY {{c = t, {window}}} news/entry[./term->t];"
+    docs = documents(60)
+    reader = spooled(tmp_path / "spool", docs[:30])
+    log = SubscriptionLog(tmp_path / "registry")
+    event = log.subscribe(text, source="q.xscl", history=20 * DAY)
+    log.record_applied(event.version, 30)
+    ticks = iter(range(0, 10**6, 60))
+    runs = HistoryRuns(
+        log,
+        str(reader.path),
+        tmp_path / "history",
+        InProcessScanner(str(reader.path), allowed_lateness=lateness),
+        allowed_lateness=lateness,
+        follow_seconds=30.0,
+        clock=lambda: float(next(ticks)),  # a minute passes between two looks
+    )
+    first = runs.step()
+    made = [first]
+    for upto in (40, 50, 60):
+        with Spool(reader.path, sync=False) as spool:
+            spool.append(docs[reader.next_offset() : upto])
+        made.append(runs.step())
+        assert runs.step() == 0  # nothing new in the spool
+    assert first > 0 and made[1] > 0, made  # joins across the subscription, followed
+    assert 1 not in runs.finished
+    committed = list(read_results(tmp_path / "history" / "1"))
+    assert len(committed) == sum(made) == len({r["result_id"] for r in committed})
+    span = history_span(reader, 30, 20 * DAY)
+    assert span.start == 0
+    made_live = [r.to_json_dict() for r in live(text, reader, 30, 60)]
+    reference = reference_records(text, [doc for _offset, doc in reader.iter_range(0, 60)])
+    assert _lines(committed + made_live) == _lines(reference)
+
+
+def test_follow_up_scans_wait_for_the_interval(tmp_path: Path) -> None:
+    text = "forever: adv/item[./cve->c] FOLLOWED BY {c = t, INF} news/entry[./term->t];"
+    docs = documents(40)
+    reader = spooled(tmp_path / "spool", docs[:30])
+    log = SubscriptionLog(tmp_path / "registry")
+    log.record_applied(log.subscribe(text, source="q.xscl").version, 30)
+    now = [0.0]
+    runs = HistoryRuns(
+        log,
+        str(reader.path),
+        tmp_path / "history",
+        InProcessScanner(str(reader.path), allowed_lateness=0),
+        allowed_lateness=0,
+        follow_seconds=30.0,
+        clock=lambda: now[0],
+    )
+    assert runs.step() > 0
+    with Spool(reader.path, sync=False) as spool:
+        spool.append(docs[30:])
+    now[0] = 10.0
+    assert runs.step() == 0  # 10 s after the first scan: not yet
+    now[0] = 31.0
+    assert runs.step() > 0
+    scans = json.loads((tmp_path / "history" / "1" / "_scans.json").read_text())
+    assert scans == {str(7 * DAY): {"first": True, "closed": False, "to": 40}}

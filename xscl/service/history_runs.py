@@ -9,16 +9,23 @@ queries are grouped by history (the event's ``--history``, else each query's def
 1. the **first scan**, over ``[start, since)``: every result whose documents all lie in
    the history; run at the first step after the event took effect, so its results are
    committed within one scan's time of the subscription's first micro-batch;
-2. the **closing scan**, over ``[start, end)``, once the spool's clock has passed
-   ``closes_at`` (the history's clock plus the group's widest window plus the job's
-   allowed lateness): the joins of a history document with later ones. A group with an
-   INF window, or a job without ``--allowed-lateness``, never closes, so it gets the
-   first scan only (docs/architecture.md says what that leaves out).
+2. **follow-up scans**, over ``[start, end)``, at most every ``follow_seconds`` while the
+   spool grows: the joins of a history document with documents that arrived after
+   ``since`` (which the live job cannot make), committed within ``follow_seconds`` plus
+   a scan's time of the later document's arrival. A scanner may run them incrementally
+   (``SparkScanner`` keeps the scan's streaming checkpoint and reads only the new
+   offsets);
+3. the group is **closed** once the spool's clock has passed ``closes_at`` (the
+   history's clock plus the group's widest window plus the job's allowed lateness),
+   after one last scan: no later document can join a history document. A group with
+   an INF window, or a job without ``--allowed-lateness``, never closes: it is followed
+   for as long as the job runs (docs/architecture.md, "History on subscribe").
 
 Each scan's results go to ``HOME/results/NAME/history/<event>/`` (``commit``: only the
 result ids not committed there before, the commit protocol's part-then-marker). Which
-scans are done is recorded after their commit in ``<event>/_scans.json``; a scan whose
-record a crash lost runs again and commits nothing twice.
+scans are done, and the offset each group was scanned to, are recorded after their
+commit in ``<event>/_scans.json``; a scan whose record a crash lost runs again and
+commits nothing twice.
 
 A scan is a ``HistoryScanner``: in process (``InProcessScanner``, tests and small
 jobs), or the job's plan on Spark (``spark_plugin.history_scan.SparkScanner``). No
@@ -28,6 +35,7 @@ Spark import here.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,22 +61,38 @@ SCANS_NAME = "_scans.json"
 class HistoryScanner(Protocol):
     """The history results of the queries ``ids`` (registry ids) of subscribe ``event``
     over ``[span.start, end)`` (``service.history``'s ownership applied), as result
-    records (JSON dicts)."""
+    records (JSON dicts). Called again for the same group with a growing ``end``; a
+    scanner that keeps work between calls may return only the results it did not return
+    before (``commit`` keeps each result id once). ``last``: no later call for this group
+    will come, so what it kept can go."""
 
     def __call__(
-        self, event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan, end: int
+        self,
+        event: SubscriptionEvent,
+        ids: Sequence[str],
+        span: HistorySpan,
+        end: int,
+        *,
+        last: bool,
     ) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
 class InProcessScanner:
-    """A scan by the in-process engine (``service.history.scan``), in the calling process."""
+    """A scan by the in-process engine (``service.history.scan``), in the calling process;
+    every call scans ``[span.start, end)`` again (tests and small jobs)."""
 
     spool: str
     allowed_lateness: int | None = None
 
     def __call__(
-        self, event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan, end: int
+        self,
+        event: SubscriptionEvent,
+        ids: Sequence[str],
+        span: HistorySpan,
+        end: int,
+        *,
+        last: bool,
     ) -> list[dict[str, Any]]:
         wanted = set(ids)
         queries = [q for q in event.queries() if q.qid in wanted]
@@ -80,11 +104,13 @@ class InProcessScanner:
 
 @dataclass(frozen=True)
 class HistoryGroup:
-    """Queries of one event with one history: their ids, the history and widest window."""
+    """Queries of one event with one history: their ids, the history, and the widest
+    span a result covers (``reach``: 0 when every query has one block, so nothing after
+    the history joins it; None: INF)."""
 
     ids: tuple[str, ...]
     history: int
-    window: int | None
+    reach: int | None
 
 
 def groups(event: SubscriptionEvent) -> list[HistoryGroup]:
@@ -93,13 +119,18 @@ def groups(event: SubscriptionEvent) -> list[HistoryGroup]:
     for query in event.queries():
         window = query_window(query)
         history = event.history if event.history is not None else default_history(window)
-        by_history.setdefault(history, []).append((query.qid, window))
+        reach = 0 if not query.ops else window
+        by_history.setdefault(history, []).append((query.qid, reach))
     out = []
     for history, members in sorted(by_history.items()):
-        windows = [w for _qid, w in members]
-        widest = None if None in windows else max(w for w in windows if w is not None)
-        out.append(HistoryGroup(tuple(q for q, _w in members), history, widest))
+        reaches = [r for _qid, r in members]
+        widest = None if None in reaches else max(r for r in reaches if r is not None)
+        out.append(HistoryGroup(tuple(q for q, _r in members), history, widest))
     return out
+
+
+#: Default seconds between two follow-up scans of one group.
+FOLLOW_SECONDS = 30.0
 
 
 @dataclass
@@ -113,8 +144,14 @@ class HistoryRuns:
     allowed_lateness: int | None = None
     #: where a scan's failure is said (one line; the stream goes on)
     report: Callable[[str], None] = print
+    #: the least seconds between two follow-up scans of one group
+    follow_seconds: float = FOLLOW_SECONDS
+    #: the clock ``follow_seconds`` is measured on
+    clock: Callable[[], float] = time.monotonic
     #: the events owed nothing more (not looked at again by this process)
     finished: set[int] = field(default_factory=set)
+    #: when each (event, history) group was last scanned by this process
+    scanned_at: dict[tuple[int, str], float] = field(default_factory=dict)
 
     def step(self) -> int:
         """Run every scan due now; the results committed."""
@@ -143,38 +180,54 @@ class HistoryRuns:
         for group in groups(event):
             key = str(group.history)
             state = done.setdefault(key, {"first": False, "closed": False})
-            if state["first"] and state["closed"]:
+            if state["closed"]:
                 continue
             span = history_span(reader, since, group.history)
             if span.empty:  # nothing before it (the registry's first event, ...)
                 state.update(first=True, closed=True)
                 continue
+            close = closes_at(span, group.reach, self.allowed_lateness)
             if not state["first"]:
-                records = self.scanner(event, group.ids, span, span.since)
-                committed += commit(folder, records)
-                state["first"] = True
-            close = closes_at(span, group.window, self.allowed_lateness)
-            if close is None:
-                state["closed"] = True  # never final: the first scan is all it gets
-            elif end > span.since and clock_at(reader, end - 1) >= close:
-                records = self.scanner(event, group.ids, span, end)
-                committed += commit(folder, records)
-                state["closed"] = True
+                final = close is not None and span.clock is not None and close <= span.clock
+                committed += self._scan(folder, event, group, span, span.since, final)
+                state.update(first=True, closed=final, to=span.since)
+            if not state["closed"] and end > int(state.get("to", span.since)):
+                closing = close is not None and clock_at(reader, end - 1) >= close
+                if closing or self._due((event.version, key)):
+                    committed += self._scan(folder, event, group, span, end, closing)
+                    state.update(closed=closing, to=end)
             _write_scans(folder, done)
-        if all(state["first"] and state["closed"] for state in done.values()):
+        if all(state["closed"] for state in done.values()):
             self.finished.add(event.version)
         return committed
 
+    def _due(self, key: tuple[int, str]) -> bool:
+        last = self.scanned_at.get(key)
+        return last is None or self.clock() - last >= self.follow_seconds
 
-def _read_scans(folder: Path) -> dict[str, dict[str, bool]]:
+    def _scan(
+        self,
+        folder: Path,
+        event: SubscriptionEvent,
+        group: HistoryGroup,
+        span: HistorySpan,
+        end: int,
+        last: bool,
+    ) -> int:
+        records = self.scanner(event, group.ids, span, end, last=last)
+        self.scanned_at[(event.version, str(group.history))] = self.clock()
+        return commit(folder, records)
+
+
+def _read_scans(folder: Path) -> dict[str, dict[str, int]]:
     try:
-        data: dict[str, dict[str, bool]] = json.loads((folder / SCANS_NAME).read_text())
+        data: dict[str, dict[str, int]] = json.loads((folder / SCANS_NAME).read_text())
     except FileNotFoundError:
         return {}
     return data
 
 
-def _write_scans(folder: Path, done: dict[str, dict[str, bool]]) -> None:
+def _write_scans(folder: Path, done: dict[str, dict[str, int]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     write_atomically(folder / SCANS_NAME, json.dumps(done, sort_keys=True).encode())
 

@@ -1,30 +1,40 @@
-"""History on subscribe on Spark: a subscription's history scanned as a batch job on
-the executors (docs/architecture.md, "History on subscribe").
+"""History on subscribe on Spark: a subscription's history scanned by batch jobs on the
+executors (docs/architecture.md, "History on subscribe").
 
-The scan is the job's own plan (``job.plan``) run once (``availableNow``) over the job's
-spool from the history's first offset to ``end``, with a registry of its own holding
-only the new queries (event 1: they see every document of the scan, so they are
-subscribed at ``span.start``), into a results folder of its own. Stage 1, the join
-groups and the result parts run in executor tasks as in the live job; the driver only
-plans, then reads the committed records and keeps those the history owns
+A scan is the job's own plan (``job.plan``) run ``availableNow`` over the job's spool
+from the history's first offset to ``end``, with a registry of its own holding only the
+new queries (event 1: they see every document of the scan, so they are subscribed at
+``span.start``), into a results folder of its own. Stage 1, the join groups and the
+result parts run in executor tasks as in the live job; the driver only plans, then
+reads the records committed by this run and keeps those the history owns
 (``service.history``: a document before ``since``). To tell them apart the driver reads
 the keys of ``[since, end)`` only: the documents that arrived after the subscription,
-few next to the history.
+few next to the history, each read once per group (``ScanWork.live``).
+
+A group is scanned again with a growing ``end`` until it closes
+(``service.history_runs``: the follow-up scans). Its ``ScanWork`` folder keeps the
+scan's registry, streaming checkpoint and results between the calls, so a follow-up
+run reads only the offsets after the previous one, with the join state in Spark's
+state store (as the live job's), and returns only the results it made; the folder is
+removed after the group's last scan. ``xscl serve`` keeps them in a folder of its
+epoch: a new epoch starts each open group's scan afresh (the history's commit keeps
+each result id once).
 
 ``SparkScanner`` is this scan as the ``HistoryScanner`` that ``xscl serve``'s
 ``service.history_runs.HistoryRuns`` runs between micro-batches.
 
-Runs on the driver (planning and the commit, once per scan); the tasks are the job's
+Runs on the driver (planning and reading, once per scan); the tasks are the job's
 (``job/``), so what they pickle is what the job's tasks pickle.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,74 @@ from xscl.lang.parser import parse_file
 from xscl.service.history import HistorySpan
 from xscl.service.namespaces import registry_id
 from xscl.service.subscriptions import SubscriptionEvent
+
+
+@dataclass
+class ScanWork:
+    """One group's scan kept between calls: ``folder`` holds its registry, checkpoint
+    and results (driver)."""
+
+    folder: Path
+    #: the committed result markers already read (batch names)
+    read: set[str] = field(default_factory=set)
+    #: the keys of the spool documents from ``since`` up to ``live_to``
+    live: set[tuple[str, str]] = field(default_factory=set)
+    live_to: int | None = None
+
+    def run(
+        self,
+        spark: Any,
+        *,
+        spool: str | Path,
+        text: str,
+        span: HistorySpan,
+        end: int,
+        ids: Sequence[str] | None,
+        namespace: str,
+        allowed_lateness: int | None,
+    ) -> list[dict[str, Any]]:
+        """The records the scan's run up to ``end`` committed that this work had not read."""
+        from xscl.results.read import part_records, visible_markers
+        from xscl.service.subscriptions import SubscriptionLog
+        from xscl.spark_plugin.batch import _run_once
+        from xscl.spark_plugin.job.plan import JobPlan
+
+        registry = self.folder / "registry"
+        log = SubscriptionLog(registry)
+        if not log.versions():
+            log.subscribe(text, source="history", namespace=namespace, only=ids)
+        plan = JobPlan(
+            spool=str(spool),
+            registry=str(registry),
+            output=str(self.folder / "results"),
+            checkpoint=str(self.folder / "checkpoint"),
+            name=f"xscl_history_{uuid.uuid4().hex}",
+            allowed_lateness=allowed_lateness,
+            once=True,
+            start_offset=span.start,  # a new scan's; a kept one goes on from its checkpoint
+            end_offset=end,
+        )
+        _run_once(spark, plan)
+        records: list[dict[str, Any]] = []
+        for folder, marker in visible_markers(self.folder / "results"):
+            batch = str(marker["batch"])
+            if batch in self.read:
+                continue
+            for part in marker["parts"]:
+                records.extend(part_records(folder / part["file"]))
+            self.read.add(batch)
+        return records
+
+    def live_keys(self, spool: str | Path, since: int, end: int) -> set[tuple[str, str]]:
+        """The keys of the spool's documents in ``[since, end)``, read once each."""
+        start = since if self.live_to is None else self.live_to
+        if end > start:
+            self.live.update(doc.key for _o, doc in SpoolReader(spool).iter_range(start, end))
+            self.live_to = end
+        return self.live
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def scan_on_spark(
@@ -45,42 +123,36 @@ def scan_on_spark(
     ids: Sequence[str] | None = None,
     namespace: str = "",
     allowed_lateness: int | None = None,
+    work: ScanWork | None = None,
     scratch: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """The history's results of the queries ``ids`` (None: all; registry ids, the
     file's ids in ``namespace``, ``service.namespaces``) of ``text`` over
     ``[span.start, end)`` of the spool (``end`` at least ``span.since``), as result
-    records (JSON dicts), by result id. ``scratch``: where the scan's registry,
-    checkpoint and results go (removed after)."""
-    from xscl.results.read import read_results
-    from xscl.service.subscriptions import SubscriptionLog
-    from xscl.spark_plugin.batch import _run_once
-    from xscl.spark_plugin.job.plan import JobPlan
-
+    records (JSON dicts), by result id. ``work``: a kept scan to go on with (only the
+    results it had not returned come back); else a new one in a folder under
+    ``scratch``, removed after."""
     end = max(end, span.since)
     if span.start >= end:
         return []
-    work = Path(tempfile.mkdtemp(prefix="xscl-history-", dir=scratch))
+    kept = work
+    if kept is None:
+        kept = ScanWork(Path(tempfile.mkdtemp(prefix="xscl-history-", dir=scratch)))
     try:
-        SubscriptionLog(work / "registry").subscribe(
-            text, source="history", namespace=namespace, only=ids
-        )
-        plan = JobPlan(
-            spool=str(spool),
-            registry=str(work / "registry"),
-            output=str(work / "results"),
-            checkpoint=str(work / "checkpoint"),
-            name=f"xscl_history_{uuid.uuid4().hex}",
+        records = kept.run(
+            spark,
+            spool=spool,
+            text=text,
+            span=span,
+            end=end,
+            ids=ids,
+            namespace=namespace,
             allowed_lateness=allowed_lateness,
-            once=True,
-            start_offset=span.start,
-            end_offset=end,
         )
-        _run_once(spark, plan)
-        records = list(read_results(work / "results"))
+        live = kept.live_keys(spool, span.since, end)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    live = {doc.key for _offset, doc in SpoolReader(spool).iter_range(span.since, end)}
+        if work is None:
+            kept.remove()
     queries = [
         q
         for q in parse_file(text).queries
@@ -101,27 +173,56 @@ def _owned(record: dict[str, Any], live: set[tuple[str, str]], published: set[st
     )
 
 
-@dataclass(frozen=True)
+@dataclass
 class SparkScanner:
     """``service.history_runs.HistoryScanner`` on Spark: ``scan_on_spark`` in the job's
-    session (driver, once per scan a ``HistoryRuns`` step owes)."""
+    session (driver, once per scan a ``HistoryRuns`` step owes), each group's scan kept
+    in a folder under ``work`` until its last scan."""
 
     spark: Any
     spool: str
     allowed_lateness: int | None = None
-    scratch: str | None = None
+    #: where each group's scan keeps its registry, checkpoint and results
+    work: str | None = None
+    kept: dict[str, ScanWork] = field(default_factory=dict)
 
     def __call__(
-        self, event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan, end: int
+        self,
+        event: SubscriptionEvent,
+        ids: Sequence[str],
+        span: HistorySpan,
+        end: int,
+        *,
+        last: bool,
     ) -> list[dict[str, Any]]:
-        return scan_on_spark(
-            self.spark,
-            spool=self.spool,
-            text=event.text,
-            ids=ids,
-            namespace=event.namespace,
-            span=span,
-            end=end,
-            allowed_lateness=self.allowed_lateness,
-            scratch=self.scratch,
-        )
+        name = _work_name(event, ids, span)
+        work = self.kept.get(name)
+        if work is None:
+            root = Path(self.work) if self.work is not None else Path(tempfile.gettempdir())
+            work = self.kept[name] = ScanWork(root / name)
+        try:
+            return scan_on_spark(
+                self.spark,
+                spool=self.spool,
+                text=event.text,
+                ids=ids,
+                namespace=event.namespace,
+                span=span,
+                end=end,
+                allowed_lateness=self.allowed_lateness,
+                work=work,
+            )
+        finally:
+            if last:
+                self.kept.pop(name).remove()
+
+
+def _work_name(event: SubscriptionEvent, ids: Sequence[str], span: HistorySpan) -> str:
+    """A group's scan folder name: its event, first offset and queries.
+
+    >>> from types import SimpleNamespace
+    >>> _work_name(SimpleNamespace(version=3), ["a", "b"], HistorySpan(4, 10, 27))
+    'event-3-from-4-7e18f73731'
+    """
+    digest = hashlib.sha256("\n".join(sorted(ids)).encode("utf-8")).hexdigest()[:10]
+    return f"event-{event.version}-from-{span.start}-{digest}"

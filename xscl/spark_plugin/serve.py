@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -306,13 +307,18 @@ def _history_runs(
     from xscl.service.history_runs import HistoryRuns
     from xscl.spark_plugin.history_scan import SparkScanner
 
-    scratch = r.home.root / "tmp"
-    scratch.mkdir(parents=True, exist_ok=True)
+    # each followed scan's registry, checkpoint and results: the epoch's own folder; an
+    # older epoch's kept scans are not read again (this epoch's start afresh)
+    work = r.home.state / r.name / "history-scans" / f"e{epoch:08d}"
+    for older in work.parent.glob("e*") if work.parent.is_dir() else ():
+        if older.name < work.name:
+            shutil.rmtree(older, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     runs = HistoryRuns(
         SubscriptionLog(plan.registry, plan.applied),
         str(r.spool),
         results_root / "history",
-        SparkScanner(spark, str(r.spool), r.allowed_lateness, str(scratch)),
+        SparkScanner(spark, str(r.spool), r.allowed_lateness, str(work)),
         allowed_lateness=r.allowed_lateness,
         report=lambda line: print(f"xscl serve: {line}", file=sys.stderr),
     )
