@@ -101,6 +101,7 @@ class SubscriptionLog:
         self._upto = 0
         self._queries: dict[str, Query] = {}
         self._owners: dict[str, str] = {}
+        self._subscribed_in: dict[str, int] = {}
         self._catching_up = threading.Lock()
 
     # ---------------------------------------------------------------- reading
@@ -159,6 +160,13 @@ class SubscriptionLog:
             self._catch_up()
             return dict(self._owners)
 
+    def subscribed_in(self, qid: str) -> int | None:
+        """The event that subscribed ``qid`` as it is now (None: not subscribed); its
+        history's results are under ``results/NAME/history/<event>``."""
+        with self._catching_up:
+            self._catch_up()
+            return self._subscribed_in.get(qid)
+
     def _catch_up(self) -> None:
         """Apply the events written since the last call (a writer takes number N+1 only
         once N exists, so the numbers have no gaps)."""
@@ -167,8 +175,10 @@ class SubscriptionLog:
             for qid in event.ids:
                 if event.op == "subscribe":
                     self._owners[qid] = event.owner
+                    self._subscribed_in[qid] = event.version
                 else:
                     self._owners.pop(qid, None)
+                    self._subscribed_in.pop(qid, None)
             self._upto = event.version
 
     # ---------------------------------------------------------------- writing

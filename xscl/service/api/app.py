@@ -38,7 +38,8 @@ from xscl.lang.ast import Query
 from xscl.lang.durations import parse_duration
 from xscl.lang.parser import parse_file
 from xscl.lang.printer import format_query
-from xscl.results.cursor import decode_cursor, page, query_window
+from xscl.results import history_pages
+from xscl.results.cursor import query_window
 from xscl.results.window import ResultsWindow
 from xscl.service.api.limits import Limits, RateLimiter
 from xscl.service.api.metrics import Metrics
@@ -109,8 +110,9 @@ class _Api:
         #: one registry change at a time in this process: a subscribe checks the ids
         #: taken and then appends, and two requests must not both pass the check
         self.changing = threading.Lock()
-        #: the results structure of each subscription invoked (results.window)
-        self.windows: dict[tuple[str, int | None], ResultsWindow] = {}
+        #: the results structures of each subscription invoked (results.window): its
+        #: history's folder's, then the job's
+        self.windows: dict[tuple[str, int | None, Path | None], list[ResultsWindow]] = {}
 
     # ------------------------------------------------------------- helpers
     def client(self, request: Request) -> Client:
@@ -131,6 +133,15 @@ class _Api:
         if owner is None or not (client.admin or owner == client.name):
             raise ApiRequestError.from_code("XSCL-A002", f"no subscription {qid!r}")
         return rid, self.log.current()[rid]
+
+    def history_root(self, rid: str) -> Path | None:
+        """The folder of the history results of subscription ``rid`` (None: no history
+        scan has committed any yet)."""
+        version = self.log.subscribed_in(rid)
+        if version is None:
+            return None
+        folder = self.results_root / "history" / str(version)
+        return folder if folder.is_dir() else None
 
     async def body_text(self, request: Request) -> str:
         """The request's XSCL text: the body, or the ``text`` of a JSON body."""
@@ -272,12 +283,14 @@ class _Api:
         rid, _query = await run_in_threadpool(self.owned, request, client)
         limit = _int_param(request, "limit", 100, 1, self.limits.max_page)
         after = request.query_params.get("after")
-        cursor = decode_cursor(after, rid) if after else None
-        got = await run_in_threadpool(page, self.results_root, rid, cursor, limit)
+        cursor = history_pages.decode(after, rid) if after else None
+        history = await run_in_threadpool(self.history_root, rid)
+        got = await run_in_threadpool(
+            history_pages.page, self.results_root, history, rid, cursor, limit
+        )
         self.metrics.add("xscl_api_results_served_total", len(got.records))
-        encoded = got.cursor.encode() if got.cursor is not None else after
         records = _named(got.records, request)
-        return JSONResponse({"results": records, "cursor": encoded})
+        return JSONResponse({"results": records, "cursor": got.cursor.encode()})
 
     async def invoke(self, request: Request) -> Response:
         client = self.client(request)
@@ -285,11 +298,18 @@ class _Api:
         now = int(time.time() * 1_000_000)
         window = query_window(query)
 
-        key = (rid, window)
-        structure = self.windows.get(key)
-        if structure is None:
-            structure = self.windows.setdefault(key, ResultsWindow(self.results_root, rid, window))
-        records = await run_in_threadpool(structure.invoke, now)
+        history = await run_in_threadpool(self.history_root, rid)
+        key = (rid, window, history)
+        structures = self.windows.get(key)
+        if structures is None:
+            roots = [self.results_root] if history is None else [history, self.results_root]
+            made = [ResultsWindow(root, rid, window) for root in roots]
+            structures = self.windows.setdefault(key, made)
+        records = [
+            record
+            for structure in structures  # the history's results, then the job's
+            for record in await run_in_threadpool(structure.invoke, now)
+        ]
         self.metrics.add("xscl_api_results_served_total", len(records))
         return JSONResponse(
             {

@@ -106,7 +106,10 @@ def openapi_document() -> dict[str, Any]:
             },
             "/subscriptions/{qid}/results": {
                 "get": {
-                    "summary": "The query's results committed after a cursor, in commit order",
+                    "summary": (
+                        "The query's results committed after a cursor, in commit order: "
+                        "its history's new ones first, then the job's"
+                    ),
                     "parameters": [
                         _ID,
                         {
