@@ -67,9 +67,7 @@ def test_a_failing_scan_is_one_line_and_nothing_committed(tmp_path: Path) -> Non
     log = SubscriptionLog(tmp_path / "registry")
     log.record_applied(log.subscribe(QUERIES, source="q.xscl").version, 30)
 
-    def broken(
-        event: Any, ids: Any, span: HistorySpan, end: int, *, last: bool
-    ) -> list[dict[str, Any]]:
+    def broken(event: Any, ids: Any, span: HistorySpan, end: int, *, last: bool, into: Path) -> int:
         raise OSError("disk gone")
 
     said: list[str] = []

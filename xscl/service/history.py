@@ -34,8 +34,9 @@ and ownership are applied to the job's plan run once over the span
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xscl.connectors.spool import SpoolReader
 from xscl.engine.output import ResultRecord
@@ -112,6 +113,27 @@ def owned_by_history(
     """Whether the history path owns ``record``: one of its spool documents lies before
     ``since`` (documents PUBLISHed inside the scan have no offset and do not decide)."""
     return any(offsets.get((stream, docid), since) < since for stream, docid, _ts in record.docs)
+
+
+def owned_record(
+    record: Mapping[str, Any], live: Collection[tuple[str, str]], published: Collection[str]
+) -> bool:
+    """Whether the history owns a result record (a JSON dict) of a scan over
+    ``[start, end)``: one of its spool documents is not among ``live``, the keys of
+    ``[since, end)``. Documents of a ``published`` stream (PUBLISHed inside the scan)
+    have no offset and do not decide.
+
+    >>> doc = lambda docid: {"stream": "S", "docid": docid}
+    >>> owned_record({"docs": [doc("old"), doc("new")]}, {("S", "new")}, ())
+    True
+    >>> owned_record({"docs": [doc("new")]}, {("S", "new")}, ())
+    False
+    """
+    return any(
+        (doc["stream"], doc["docid"]) not in live
+        for doc in record["docs"]
+        if doc["stream"] not in published
+    )
 
 
 def scan(

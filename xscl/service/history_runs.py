@@ -21,8 +21,9 @@ queries are grouped by history (the event's ``--history``, else each query's def
    an INF window, or a job without ``--allowed-lateness``, never closes: it is followed
    for as long as the job runs (docs/architecture.md, "History on subscribe").
 
-Each scan's results go to ``HOME/results/NAME/history/<event>/`` (``commit``: only the
-result ids not committed there before, the commit protocol's part-then-marker). Which
+Each scan's results go to ``HOME/results/NAME/history/<event>/``, committed by the
+scanner (only the result ids not committed there before, the commit protocol's
+part-then-marker: ``commit`` in process, executor tasks on Spark). Which
 scans are done, and the offset each group was scanned to, are recorded after their
 commit in ``<event>/_scans.json``; a scan whose record a crash lost runs again and
 commits nothing twice.
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,7 @@ from typing import Any, Protocol
 
 from xscl.connectors.durable import write_atomically
 from xscl.connectors.spool import SpoolReader
+from xscl.results.commit import StagedPart
 from xscl.results.cursor import query_window
 from xscl.service.history import (
     HistorySpan,
@@ -59,12 +62,12 @@ SCANS_NAME = "_scans.json"
 
 
 class HistoryScanner(Protocol):
-    """The history results of the queries ``ids`` (registry ids) of subscribe ``event``
-    over ``[span.start, end)`` (``service.history``'s ownership applied), as result
-    records (JSON dicts). Called again for the same group with a growing ``end``; a
-    scanner that keeps work between calls may return only the results it did not return
-    before (``commit`` keeps each result id once). ``last``: no later call for this group
-    will come, so what it kept can go."""
+    """Commit into ``into`` the history results of the queries ``ids`` (registry ids) of
+    subscribe ``event`` over ``[span.start, end)`` (``service.history``'s ownership
+    applied) that ``into`` does not hold yet, as its next batch (the commit protocol's
+    part-then-marker); how many. Called again for the same group with a growing ``end``;
+    a scanner may keep work between the calls (``SparkScanner`` does). ``last``: no later
+    call for this group will come, so what it kept can go."""
 
     def __call__(
         self,
@@ -74,13 +77,14 @@ class HistoryScanner(Protocol):
         end: int,
         *,
         last: bool,
-    ) -> list[dict[str, Any]]: ...
+        into: Path,
+    ) -> int: ...
 
 
 @dataclass(frozen=True)
 class InProcessScanner:
-    """A scan by the in-process engine (``service.history.scan``), in the calling process;
-    every call scans ``[span.start, end)`` again (tests and small jobs)."""
+    """A scan by the in-process engine (``service.history.scan``) and its commit, in the
+    calling process; every call scans ``[span.start, end)`` again (tests, small jobs)."""
 
     spool: str
     allowed_lateness: int | None = None
@@ -93,13 +97,14 @@ class InProcessScanner:
         end: int,
         *,
         last: bool,
-    ) -> list[dict[str, Any]]:
+        into: Path,
+    ) -> int:
         wanted = set(ids)
         queries = [q for q in event.queries() if q.qid in wanted]
         records = scan(
             queries, SpoolReader(self.spool), span, end, allowed_lateness=self.allowed_lateness
         )
-        return [record.to_json_dict() for record in records]
+        return commit(into, (record.to_json_dict() for record in records))
 
 
 @dataclass(frozen=True)
@@ -214,9 +219,9 @@ class HistoryRuns:
         end: int,
         last: bool,
     ) -> int:
-        records = self.scanner(event, group.ids, span, end, last=last)
+        made = self.scanner(event, group.ids, span, end, last=last, into=folder)
         self.scanned_at[(event.version, str(group.history))] = self.clock()
-        return commit(folder, records)
+        return made
 
 
 def _read_scans(folder: Path) -> dict[str, dict[str, int]]:
@@ -234,24 +239,65 @@ def _write_scans(folder: Path, done: dict[str, dict[str, int]]) -> None:
 
 def commit(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
     """Publish the records no earlier scan of ``folder`` committed, as its next batch
-    (``results.commit``: the part renamed, then the marker); how many (driver)."""
-    import uuid
+    (``results.commit``: the part renamed, then the marker); how many (in process: the
+    steps below, which the Spark scanner runs on the driver and in tasks)."""
+    batch = next_batch(folder)
+    part = stage_records(folder, batch.known, records, partition=0)
+    return publish(folder, batch, [part])
 
-    from xscl.connectors.durable import write_synced
-    from xscl.results.commit import STAGING, StagedPart, clear_staging, commit_batch
+
+@dataclass(frozen=True)
+class NextBatch:
+    """The next batch of a history folder: its marker's name and the result ids the
+    folder holds already (driver, once per commit)."""
+
+    name: str
+    known: frozenset[str]
+
+
+def next_batch(folder: str | Path) -> NextBatch:
+    """Clear what a killed commit left staged; the folder's next batch (driver)."""
+    from xscl.results.commit import clear_staging
     from xscl.results.read import committed_markers, result_ids
 
     root = Path(folder)
     clear_staging(root)  # a scan killed before its marker left only staging files
-    known = result_ids(root) if root.is_dir() else set()
-    fresh = [r for r in records if r["result_id"] not in known]
-    if not fresh:
-        return 0
-    batch = f"{len(committed_markers(root)):020d}"
-    staging = root / STAGING
+    known = frozenset(result_ids(root)) if root.is_dir() else frozenset()
+    return NextBatch(f"{len(committed_markers(root)):020d}", known)
+
+
+def stage_records(
+    folder: str | Path, known: frozenset[str], records: Iterable[dict[str, Any]], partition: int
+) -> StagedPart:
+    """Stage the records whose result id is not ``known`` (each once) as one part of the
+    folder's next batch (wherever the records are: a Spark task or the driver)."""
+    from xscl.connectors.durable import write_synced
+    from xscl.results.commit import STAGING
+
+    seen = set(known)
+    lines: list[str] = []
+    for record in records:
+        if record["result_id"] in seen:
+            continue
+        seen.add(record["result_id"])
+        lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+    if not lines:
+        return StagedPart(partition, None, 0)
+    staging = Path(folder) / STAGING
     staging.mkdir(parents=True, exist_ok=True)
-    part = staging / f"history-{batch}-{uuid.uuid4().hex}.jsonl"
-    lines = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in fresh)
-    write_synced(part, lines.encode("utf-8"))
-    commit_batch(root, batch, [StagedPart(0, str(part), len(fresh))])
-    return len(fresh)
+    part = staging / f"history-{uuid.uuid4().hex}.jsonl"
+    write_synced(part, "".join(lines).encode("utf-8"))
+    return StagedPart(partition, str(part), len(lines))
+
+
+def publish(folder: str | Path, batch: NextBatch, parts: Sequence[StagedPart]) -> int:
+    """Publish the staged ``parts`` under ``batch``'s marker (none when they are empty);
+    how many records (driver)."""
+    from xscl.results.commit import commit_batch, discard
+
+    rows = sum(part.rows for part in parts)
+    if rows == 0:
+        discard(parts)
+        return 0
+    commit_batch(folder, batch.name, parts)
+    return rows
