@@ -13,15 +13,17 @@ Per spool record, in its partition's offset order (``Router.route``):
    values as digests and without its XML (``groups.codec``: a group reads a matched
    document back from the spool) and sent to the group of each value it holds at an
    owner edge, stored there under those values (``homes``) and probing them
-   (``probes``); to the **chain** group, with real values and its XML, when a
+   (``probes``); for the **time**-placed joins (``{TRUE, w}``), the same way under the
+   labels of its time buckets (``time_buckets``: stored under its own bucket's, probing
+   the neighbours'); to the **chain** group, with real values and its XML, when a
    chain-placed query reads its stream. A document with none of these goes nowhere.
 
 **Hot values**: a value the groups reported hot is spread over ``salts`` groups: a new
 document is stored under it in the group of one salt (chosen by its key) and probes
 the groups of all salts, salt 0 included, where the value's documents were stored
-before it turned hot. A value once hot stays hot (the set only grows), so every stored
-document stays reachable, and each pair is still found in exactly one group: the one
-storing its older document.
+before it turned hot. A busy time bucket's label is spread the same way. A value once
+hot stays hot (the set only grows), so every stored document stays reachable, and
+each pair is still found in exactly one group: the one storing its older document.
 
 Where it runs: in the Spark job's source tasks (``xscl.spark_plugin.job.routed_source``),
 once per record; ``RouteShape`` is built on the driver and pickled (plain values).
@@ -39,10 +41,11 @@ from xscl.engine.groups.codec import digest_rows, encode
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
-from xscl.engine.placements import CHAIN, STATELESS, VALUE, owner_edge
+from xscl.engine.placements import CHAIN, STATELESS, TIME, VALUE, owner_edge
 from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
+from xscl.engine.time_buckets import home_label, probe_labels, row_class
 from xscl.engine.view_cache import Slice
 from xscl.xpath import Stage1Error
 
@@ -111,6 +114,9 @@ class RoutingTable:
     chain_streams: frozenset[str]
     #: whether some query is stateless (matched where Stage 1 runs)
     stateless: bool
+    #: (var id, class) of each block's top node of a time-placed query: a document
+    #: binding the var id is stored and probes under that class's time labels
+    time_roots: frozenset[tuple[int, int]] = frozenset()
 
     @classmethod
     def of(cls, subs: Subscriptions) -> RoutingTable:
@@ -119,13 +125,27 @@ class RoutingTable:
             edge = owner_edge(row.template)
             assert edge is not None  # value-placed templates have one
             owners.update((row.var_ids[edge[0]], row.var_ids[edge[1]]))
+        roots = {
+            (row.var_ids[meta], row_class(row))
+            for row in subs.rows(TIME)
+            for meta, parent in enumerate(row.template.parents)
+            if parent == -1
+        }
         streams = frozenset(
             block.stream
             for qid, where in subs.placement.items()
             if where == CHAIN
             for block in subs.normal[qid].blocks
         )
-        return cls(frozenset(owners), streams, any(True for _ in subs.plans(STATELESS)))
+        stateless = any(True for _ in subs.plans(STATELESS))
+        return cls(frozenset(owners), streams, stateless, frozenset(roots))
+
+    def time_classes(self) -> dict[int, tuple[int, ...]]:
+        """The time classes of each var id at a time-placed block's top."""
+        out: dict[int, set[int]] = {}
+        for var, width in self.time_roots:
+            out.setdefault(var, set()).add(width)
+        return {var: tuple(sorted(widths)) for var, widths in out.items()}
 
 
 @dataclass(frozen=True)
@@ -175,6 +195,7 @@ class Router:
         self.table = table
         self.records = records
         self.hot = hot
+        self.time_classes = table.time_classes()
 
     def route(
         self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None
@@ -206,37 +227,63 @@ class Router:
             routed.rows.append(
                 GroupRow(CHAIN_GROUP, encode(stream, docid, ts, xml, routed.seq, rows))
             )
-        if not table.owner_vars:
+        widths = {
+            width
+            for var, _node in rows.matches
+            for width in self.time_classes.get(var, ())
+        }
+        if not table.owner_vars and not widths:
             return routed
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
         values = dict(digested.values)
         homes: dict[int, list[str]] = {}
         probes: dict[int, list[str]] = {}
         routed_values: set[str] = set()
-        shape = self.shape
         for var, node in digested.value_nodes:
             value = values[node]
             if var not in table.owner_vars or not value or value in routed_values:
                 continue
             routed_values.add(value)
-            if value in self.hot:  # store under one salt, probe every salt
-                salt = salt_of(stream, docid, shape.salts)
-                homes.setdefault(salted_bucket(value, salt, shape.buckets), []).append(value)
-                for other in range(shape.salts):
-                    probes.setdefault(salted_bucket(value, other, shape.buckets), []).append(value)
-            else:
-                bucket = value_bucket(value, shape.buckets)
-                homes.setdefault(bucket, []).append(value)
-                probes.setdefault(bucket, []).append(value)
+            self._spread(value, stream, docid, homes, probes, home=True)
+        for width in sorted(widths):
+            home = home_label(width, ts)
+            for label in probe_labels(width, ts):
+                self._spread(label, stream, docid, homes, probes, home=label == home)
         if probes:
             data = encode(stream, docid, ts, "", routed.seq, digested)  # XML: from the spool
             for bucket in sorted(probes):
                 routed.rows.append(
                     GroupRow(
-                        shape.group_keys[bucket],
+                        self.shape.group_keys[bucket],
                         data,
                         tuple(homes.get(bucket, ())),
                         tuple(dict.fromkeys(probes[bucket])),
                     )
                 )
         return routed
+
+    def _spread(
+        self,
+        value: str,
+        stream: str,
+        docid: str,
+        homes: dict[int, list[str]],
+        probes: dict[int, list[str]],
+        *,
+        home: bool,
+    ) -> None:
+        """Add a value (or time label) to the buckets the document is stored under
+        (``home``) and probes: its own bucket, or for a hot one, one salt's bucket to be
+        stored in and every salt's to probe."""
+        shape = self.shape
+        if value in self.hot:
+            if home:
+                salt = salt_of(stream, docid, shape.salts)
+                homes.setdefault(salted_bucket(value, salt, shape.buckets), []).append(value)
+            for other in range(shape.salts):
+                probes.setdefault(salted_bucket(value, other, shape.buckets), []).append(value)
+        else:
+            bucket = value_bucket(value, shape.buckets)
+            if home:
+                homes.setdefault(bucket, []).append(value)
+            probes.setdefault(bucket, []).append(value)

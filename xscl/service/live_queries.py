@@ -110,6 +110,7 @@ class JobQueries:
             compiled.assignment.template,
             reads_published=any(b.stream in published for b in query.blocks),
             publishes=query.publish is not None,
+            bounded=all(op.window_micros is not None for op in compiled.normal.ops),
         )
 
 

@@ -1,4 +1,5 @@
-"""A value group: the two-block value joins whose owner edge's value falls in its bucket.
+"""A value group: the two-block value joins whose owner edge's value falls in its bucket,
+and the time-placed joins (``{TRUE, w}``) whose time labels do (``time_joins``).
 
 The thesis's R_L slices (6.5), partitioned by string value. A document is stored in
 the group of each value it holds at an owner edge (``placements.owner_edge``), under
@@ -9,6 +10,11 @@ probes ``v`` here. So a match is found only in the group that owns it, the group
 its owner edge's value where its older document is stored, and only once there:
 every result exactly once in the whole cluster, whatever the batching, with no work
 repeated in the groups a document is routed to for its other values.
+
+A document routed for a time-placed join is stored under its time bucket's label and
+probes the neighbouring labels (``time_buckets``); its matches are found by scanning
+the documents stored under the labels it probes here, the same rule: each once, in the
+group of its older-arriving document's label.
 
 A match found on digests is checked on the real strings before its record is built
 (``exact``).
@@ -31,9 +37,10 @@ from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
 from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
+from xscl.engine.groups.time_joins import time_matches
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
-from xscl.engine.placements import VALUE
+from xscl.engine.placements import TIME, VALUE
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, add_to_slice
 
@@ -60,7 +67,10 @@ class ValueGroup:
         subs = context.subscriptions
         stored = self.stored
         plans = list(subs.plans(VALUE))
-        bounds = horizons(context.allowed_lateness, subs.reach(VALUE), docs)
+        timed = list(subs.plans(TIME))
+        bounds = horizons(
+            context.allowed_lateness, _widest(subs.reach(VALUE), subs.reach(TIME)), docs
+        )
         if bounds is not None:
             stored.evict(bounds[0])
         cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
@@ -98,6 +108,13 @@ class ValueGroup:
                     real = exact.match(match)
                     if real is not None:  # None: equal digests of different strings
                         yield context.records.record(real)
+            if timed:
+                for match in time_matches(timed, new, doc.probes, stored, state_of):
+                    if not subs.sees(match):
+                        continue
+                    real = exact.match(match)
+                    if real is not None:
+                        yield context.records.record(real)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
                 stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data))
                 for value in doc.homes:
@@ -116,6 +133,11 @@ class ValueGroup:
     def hot_values(self) -> list[str]:
         threshold = self.context.hot_threshold
         return [] if threshold is None else self.stored.hot(threshold)
+
+
+def _widest(one: int | None, other: int | None) -> int | None:
+    """The wider of two reaches (None: INF)."""
+    return None if one is None or other is None else max(one, other)
 
 
 def _add_to_slice(part: Slice, doc: DocState, value: str) -> None:
