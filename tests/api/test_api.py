@@ -353,15 +353,22 @@ def test_check_answers_as_subscribe_would_and_changes_nothing(home: Home) -> Non
     def check(text: str, who: str = "alice") -> Any:
         return home.call("POST", "/check", who, content=text.encode("utf-8"))
 
-    assert check(f"K1: {JOIN}; K2: {JOIN};").json() == {"ids": ["K1", "K2"]}
+    assert check(f"K1: {JOIN}; K2: {JOIN};").json() == {"ids": ["K1", "K2"], "warnings": []}
     body = _refused(check("K1: S//a->x\n  FOLLOWED BY {x=y, 1h} S//b->"), 422, "XSCL-S010")
     assert (body["line"], body["errors"][0]["line"]) == (2, 2)
     assert home.registry() == []
     assert home.subscribe(f"K1: {JOIN};").status_code == 201
     _refused(check(f"K1: {JOIN};"), 409, "XSCL-S011")
-    assert check(f"K1: {JOIN};", "bob").json() == {"ids": ["K1"]}  # bob's own K1
+    assert check(f"K1: {JOIN};", "bob").json()["ids"] == ["K1"]  # bob's own K1
+    # a join that grows without bound is accepted and said, under the client's own id
+    unbounded = check("K9: S//a->x JOIN {TRUE, INF} S//b->y;").json()
+    assert unbounded["ids"] == ["K9"]
+    (warning,) = unbounded["warnings"]
+    assert warning.startswith("K9 (line 1, column 13): JOIN {TRUE, INF}"), warning
     _refused(check(f"K3: {JOIN};", None), 401, "XSCL-A001")
     assert home.registry() == [1]
+    made = home.subscribe("K9: S//a->x JOIN {TRUE, INF} S//b->y;")
+    assert made.status_code == 201 and made.json()["warnings"] == [warning]
 
 
 def test_the_page_is_served_without_data_and_calls_only_the_api(home: Home) -> None:

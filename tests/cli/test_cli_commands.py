@@ -107,6 +107,23 @@ def test_check_reports_every_bad_query_with_position(
     assert main(["check", str(EXAMPLES / "thesis" / "queries.xscl")]) == 0
 
 
+def test_a_join_that_grows_without_bound_is_accepted_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.xscl"
+    queries.write_text(
+        "all: S//a->x\n  FOLLOWED BY {TRUE, INF} S//b->y;\nhour: S//a->x JOIN {TRUE, 1h} S//b->y;\n"
+    )
+    assert main(["check", str(queries)]) == 0
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "xscl check: warning: all (line 2, column 3): FOLLOWED BY {TRUE, INF} pairs every two "
+        "documents of its sides and keeps them all; give it a window or a value condition"
+    ]
+    assert main(["subscribe", str(queries), "--home", str(tmp_path / "home")]) == 0
+    assert capsys.readouterr().err.splitlines() == [said[0].replace("check", "subscribe", 1)]
+
+
 def test_check_with_a_stream_catalog_rejects_unknown_streams(tmp_path: Path) -> None:
     queries = tmp_path / "q.xscl"
     queries.write_text("S//a->x JOIN {x=y, 1h} T//b->y;\n")

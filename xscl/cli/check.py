@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from xscl.cli.common import cannot_read, load_queries, print_errors
 from xscl.errors import XsclSyntaxError
+from xscl.lang.unbounded import unbounded_joins
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,8 +43,11 @@ def run(args: argparse.Namespace) -> int:
         return cannot_read("check", args.file, exc, as_json=args.json)
     print_errors(loaded.errors, source=args.file, as_json=args.json)
     for query in loaded.queries:
+        warnings = unbounded_joins(query)
         if args.json:
-            print(json.dumps({"query": query.qid, "valid": True}))
+            print(json.dumps({"query": query.qid, "valid": True, "warnings": warnings}))
+        for line in [] if args.json else warnings:
+            print(f"xscl check: warning: {line}", file=sys.stderr)
     if not args.json:
         total = len(loaded.queries) + len(loaded.errors)
         print(f"{len(loaded.queries)} valid, {len(loaded.errors)} invalid ({total} checked)")

@@ -26,6 +26,7 @@ from xscl.cli.common import cannot_read, duration_argument, os_error_reason, unw
 from xscl.cli.job_args import DEFAULT_NAME
 from xscl.errors import XsclSyntaxError
 from xscl.lang.source import read_source
+from xscl.lang.unbounded import unbounded_joins
 
 if TYPE_CHECKING:
     from xscl.service.subscriptions import SubscriptionLog
@@ -108,6 +109,8 @@ def run_subscribe(args: argparse.Namespace) -> int:
         _cannot_write("subscribe", args.home, log.folder, exc)
         return 1
     print(f"subscribed {', '.join(event.ids)} (registry event {event.version} in {log.folder})")
+    for line in (line for query in event.queries() for line in unbounded_joins(query)):
+        print(f"xscl subscribe: warning: {line}", file=sys.stderr)
     _warn_unmatched(log, event.ids, Path(args.home) / "spool")
     return 0
 

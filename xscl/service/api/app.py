@@ -38,6 +38,7 @@ from xscl.lang.ast import Query
 from xscl.lang.durations import parse_duration
 from xscl.lang.parser import parse_file
 from xscl.lang.printer import format_query
+from xscl.lang.unbounded import unbounded_joins
 from xscl.results import history_pages
 from xscl.results.cursor import query_window
 from xscl.results.window import ResultsWindow
@@ -215,7 +216,8 @@ class _Api:
 
         event = await run_in_threadpool(append)
         self.metrics.add("xscl_api_subscribed_queries_total", len(event.ids))
-        return JSONResponse({"ids": _shown(client, event.ids), "version": event.version}, 201)
+        body = {"ids": _shown(client, event.ids), "version": event.version}
+        return JSONResponse({**body, "warnings": _warnings(client, event.queries())}, 201)
 
     async def check(self, request: Request) -> Response:
         """What ``subscribe`` would answer, changing nothing (a page checks as one types)."""
@@ -224,7 +226,8 @@ class _Api:
         good = await run_in_threadpool(
             lambda: self.log.check(text, source=f"api:{client.name}", namespace=_namespace(client))
         )
-        return JSONResponse({"ids": _shown(client, [query.qid for query in good])})
+        ids = _shown(client, [query.qid for query in good])
+        return JSONResponse({"ids": ids, "warnings": _warnings(client, good)})
 
     async def listing(self, request: Request) -> Response:
         client = self.client(request)
@@ -351,6 +354,16 @@ class _Api:
 def _namespace(client: Client) -> str:
     """Where the client's ids live: its own namespace, or the registry's for an admin."""
     return "" if client.admin else client.name
+
+
+def _warnings(client: Client, queries: Iterable[Query]) -> list[str]:
+    """The unbounded joins of subscribed ``queries`` (``lang.unbounded``), as the client
+    names them."""
+    return [
+        line
+        for query in queries
+        for line in unbounded_joins(query, _shown(client, [query.qid])[0])
+    ]
 
 
 def _shown(client: Client, rids: Iterable[str]) -> list[str]:

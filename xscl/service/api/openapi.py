@@ -202,6 +202,12 @@ def openapi_document() -> dict[str, Any]:
                     "properties": {
                         "ids": {"type": "array", "items": {"type": "string"}},
                         "version": {"type": "integer", "description": "the registry event"},
+                        "warnings": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "joins whose state grows without bound "
+                            "({TRUE, INF}): accepted, said once",
+                        },
                     },
                 },
                 "Subscriptions": {
