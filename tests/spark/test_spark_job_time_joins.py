@@ -7,22 +7,25 @@ older-arriving document's bucket, whatever the arrival order, the batch cuts and
 lateness; a busy bucket spreads over salts as a hot value does. The queries' windows
 straddle the bucket widths (``window_class``) so documents join across neighbouring
 buckets, and one query of each class shares a template with another (both found once).
+The last test runs the streaming job on the shared ``local[2]`` session.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from tests.profiles import examples
 from tests.spark.jobkit import reference_by_id
 from tests.spark.test_spark_job_groups import run_job
-from xscl.connectors.document import Document
+from xscl.connectors.document import Document, write_envelopes
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.routed import GroupContext, RoutedDoc
 from xscl.engine.groups.value_group import ValueGroup
@@ -31,8 +34,10 @@ from xscl.engine.placements import TIME
 from xscl.engine.records import RecordBuilder
 from xscl.engine.routing import Router, RouteShape
 from xscl.engine.time_buckets import is_label
+from xscl.lang.parser import parse_queries
 from xscl.service.live_queries import LiveQueries
 from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.batch import run_batch
 
 SECOND = 1_000_000
 QUERIES = """\
@@ -140,3 +145,24 @@ class _Spool:
 
     def xml(self, seq: int) -> str:
         return self.docs[seq >> 20].xml
+
+
+@pytest.mark.spark
+def test_time_placed_joins_on_spark(spark: Any, tmp_path: Path) -> None:
+    """The streaming job on the shared ``local[2]`` session (``xscl run --engine spark``):
+    out-of-order arrival, micro-batches of 5 documents, and buckets turning hot after 3
+    documents; the reference's results, each once."""
+    rng = random.Random(11)
+    docs = _documents(rng, 40)
+    source = tmp_path / "docs.jsonl"
+    with open(source, "w", encoding="utf-8") as handle:
+        write_envelopes(docs, handle)
+    out = tmp_path / "results.jsonl"
+    run_batch(
+        parse_queries(QUERIES), source, out, allowed_lateness_micros=None,
+        max_records_per_batch=5, hot_threshold=3,
+    )  # fmt: skip
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(got) == len({r["result_id"] for r in got}), "a result written twice"
+    expected = reference_by_id(tmp_path, QUERIES, docs)
+    assert {r["result_id"]: r for r in got} == expected and expected
