@@ -73,10 +73,12 @@ class ResultsWriter:
 class ServedJob:
     """``xscl serve`` on the home, and a feeder appending documents to its spool."""
 
-    def __init__(self, home: Path, master: str, log_file: Path) -> None:
+    def __init__(self, home: Path, master: str, log_file: Path, nice: int = 0) -> None:
         self.home = home
         self.master = master
         self.log_file = log_file
+        #: the job's niceness (its JVM and Python workers inherit it)
+        self.nice = nice
         self.appended = 0
         self._stop = threading.Event()
         self._feeder = threading.Thread(target=self._feed, name="spool-feeder", daemon=True)
@@ -88,6 +90,7 @@ class ServedJob:
         (self.home / "spool").mkdir(parents=True, exist_ok=True)
         self._feeder.start()
         command = [
+            *(["nice", "-n", str(self.nice)] if self.nice else []),
             sys.executable, "-m", "xscl", "serve",
             "--queries", str(EXAMPLE / "queries.xscl"),
             "--home", str(self.home), "--master", self.master,

@@ -4,6 +4,7 @@ checked against what they were told, and latencies are printed per endpoint.
 
     python benchmarks/api_load/run.py                      # 50 clients, 100 req/s, 30 s
     python benchmarks/api_load/run.py --job writer         # no Spark: a results writer
+    python benchmarks/api_load/run.py --job-nice 10        # the job under nice -n 10
 
 ``--job serve`` (the default): ``xscl serve`` on ``local[2]`` over the rss example's
 queries, fed documents every second, applies the clients' registry events as they
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subscribes", type=int, default=6, help="new ids per client, at most")
     parser.add_argument("--job", choices=("serve", "writer"), default="serve")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--job-nice", type=int, default=0, help="start xscl serve under nice -n N (the API: 0)"
+    )
     parser.add_argument("--job-timeout", type=float, default=300.0, help="seconds to start")
     parser.add_argument("--work", help="keep the home and logs here (default: a temp dir)")
     args = parser.parse_args(argv)
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     api = start_api(home, port)
     job: ServedJob | ResultsWriter = (
-        ServedJob(home, args.master, work / "serve.log")
+        ServedJob(home, args.master, work / "serve.log", args.job_nice)
         if args.job == "serve"
         else ResultsWriter(home)
     )
