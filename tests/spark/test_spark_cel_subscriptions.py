@@ -19,7 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.spark.cel_events import dead_letters, generated_events, publish
+from tests.spark.served import QUERIES
+from xscl.cli.main import main as cli_main
+from xscl.connectors.spool import Spool
 from xscl.events.envelope import Event
+from xscl.events.event_folder import events_folder
 from xscl.events.reference import evaluate
 from xscl.events.results import Result
 from xscl.lang.cel.parser import parse_file
@@ -28,6 +32,7 @@ from xscl.results.read import read_results
 from xscl.service.cel_subscriptions import CelSubscriptionLog
 from xscl.spark_plugin.cel.batch import result_of
 from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
+from xscl.spark_plugin.submit import main as serve_main
 
 pytestmark = pytest.mark.spark
 
@@ -179,6 +184,7 @@ def test_a_replayed_batch_runs_with_the_registry_events_its_offsets_logged(
         lost.unlink(missing_ok=True)
     log.subscribe(_file({"f0": SECOND["f0"]}), source="f0.cel")
     _run(spark, plan)  # batch 1 again, with k2 only; batch 2: f0 from 13 s
+    assert (commits / "1").is_file()  # replayed and committed again
     publish(tmp_path / "events", [e for e in events if e.end > 13 * SEC])
     _run(spark, plan)
 
@@ -197,3 +203,43 @@ def test_a_replayed_batch_runs_with_the_registry_events_its_offsets_logged(
         expected = _reference(qid, events, low, high)
         assert expected, f"{qid}: the workload finds nothing in its window"
         assert {r for r in got if r.query == qid} == expected, qid
+
+
+def test_serve_runs_a_cel_subscription_recorded_while_no_job_ran(
+    spark: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xscl cel subscribe`` with no job running records the event; the next ``xscl serve
+    --cel-queries`` (the registry is no longer empty: the file is only checked) runs it
+    from its first batch on, beside the queries of the first run, whose state it keeps."""
+    events = [e for e in sorted(generated_events(7), key=lambda e: e.end) if e.end <= 13 * SEC]
+    home = tmp_path / "home"
+    with Spool(home / "spool", sync=False):
+        pass  # no documents: the XSCL query beside it has nothing to do
+    first = tmp_path / "first.cel"
+    first.write_text(_file(FIRST), encoding="utf-8")
+    options = ["--queries", str(QUERIES), "--home", str(home), "--cel-queries", str(first),
+               "--quiet", "--once"]  # fmt: skip
+    publish(events_folder(home, "xscl"), [e for e in events if e.end <= 6 * SEC])
+    assert serve_main(options) == 0
+    more = tmp_path / "more.cel"
+    more.write_text(_file({"f0": SECOND["f0"], **FOURTH}), encoding="utf-8")
+    assert cli_main(["cel", "subscribe", str(more), "--home", str(home)]) == 0
+    publish(events_folder(home, "xscl"), [e for e in events if e.end > 6 * SEC])
+    capsys.readouterr()
+    assert serve_main(options) == 0
+    assert "--cel-queries" in capsys.readouterr().err  # "... is only checked"
+
+    got = {result_of(r) for r in read_results(home / "results" / "xscl.cel", key="id")}
+    end = 13 * SEC
+    windows = {
+        "k0": (-(2**62), end),
+        "k1": (-(2**62), end),
+        "g0": (-(2**62), end),
+        "f0": (6 * SEC, end),
+        "g1": (6 * SEC, end),
+    }
+    for qid, (low, high) in windows.items():
+        expected = _reference(qid, events, low, high)
+        assert expected, f"{qid}: the workload finds nothing in its window"
+        assert {r for r in got if r.query == qid} == expected, qid
+    assert {r.query for r in got} == set(windows)

@@ -36,7 +36,7 @@ buckets its keys chose. So:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from xscl.errors import SubscriptionError, XsclError
 from xscl.events.partitioning import (
@@ -74,6 +74,9 @@ class SubscribedCel:
 
     program: Program
     classes: tuple[LiveClass, ...]
+    #: each query's subscribe event (a query unsubscribed and subscribed again has its
+    #: last one: the groups that ran it start it again)
+    events: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, catalog: Mapping[str, Sequence[str]]) -> SubscribedCel:
@@ -176,7 +179,9 @@ class SubscribedCel:
         combined = Program(
             streams, (*self.program.queries, *new), {**self.program.published, **new_published}
         )
-        return SubscribedCel(combined, self._classes(combined, event, {q.qid for q in new})), errors
+        classes = self._classes(combined, event, {q.qid for q in new})
+        events = {**self.events, **{q.qid: event for q in new}}
+        return SubscribedCel(combined, classes, events), errors
 
     def _refused(self, combined: Program, new: set[str]) -> dict[str, str]:
         """Each new query that cannot join the classes, with why (``CEL-S005``)."""
@@ -270,7 +275,9 @@ class SubscribedCel:
             if left:
                 key_class = KeyClass(tuple(q.qid for q in left), _reads(left), live.key_class.keys)
                 classes.append(LiveClass(live.name, key_class))
-        return SubscribedCel(Program(self.program.streams, queries, published), tuple(classes))
+        events = {qid: e for qid, e in self.events.items() if qid not in removing}
+        program = Program(self.program.streams, queries, published)
+        return SubscribedCel(program, tuple(classes), events)
 
 
 def _reads(queries: Iterable[Query]) -> frozenset[str]:

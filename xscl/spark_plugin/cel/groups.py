@@ -128,7 +128,8 @@ class CelGroups:
         pending.sort(key=lambda e: e[2])
         ready = [e for e in pending if e[2] < watermark]
         wanted = live_class.key_class.queries
-        redefined = _redefined(self.registry, self.catalog, subscribed, live)
+        # a running query subscribed again after the state's version starts again
+        redefined = {qid for qid, _ in subscribed[1] if live.events.get(qid, 0) > subscribed[0]}
         changed = bool(redefined) or [qid for qid, _ in subscribed[1]] != list(wanted)
         rows: list[tuple[str, str, str, int, bytes]] = []
         if ready or saved is None or changed:
@@ -152,18 +153,6 @@ class CelGroups:
         waiting = json.dumps(pending[len(ready) :]).encode("utf-8")
         state.update((saved, waiting, _encode(subscribed)))
         yield _frame(rows)
-
-
-def _redefined(
-    registry: str, catalog: str, subscribed: Subscribed, live: SubscribedCel
-) -> set[str]:
-    """The running queries whose id names another query at ``live`` (unsubscribed and
-    subscribed again since the state's version): they are removed, then added."""
-    if not subscribed[1]:
-        return set()
-    before = {q.qid: q for q in live_at(registry, catalog, subscribed[0]).program.queries}
-    now = {q.qid: q for q in live.program.queries}
-    return {qid for qid, _ in subscribed[1] if qid in now and before.get(qid) != now[qid]}
 
 
 def _follow(
