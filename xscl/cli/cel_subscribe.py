@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "subscribed query PUBLISHes joins that query's partition groups, or is "
             "rejected (CEL-S005) when it cannot be partitioned like them."
         ),
-        epilog="example: xscl cel subscribe more.cel --home xscl-data",
+        epilog="example: xscl cel subscribe examples/cel/stocks.cel --home xscl-data",
     )
     sub.add_argument("file", metavar="FILE.cel")
     _job_options(sub)
@@ -63,13 +64,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     unsub = commands.add_parser(
         "unsubscribe",
         help="remove CEL queries from a job by id (takes effect next micro-batch)",
-        description=(
+        description=textwrap.fill(
             f"Remove the CEL queries ID... from the job's CEL registry; {_EFFECT}. Refused "
             "(exit 2, nothing removed) for an id that is not subscribed (CEL-S003) or a "
             "query whose PUBLISHed stream another query, not removed with it, reads "
-            "(CEL-S004)."
+            "(CEL-S004).",
+            width=79,
         ),
-        epilog="example: xscl cel unsubscribe three_posts --home xscl-data",
+        epilog=(
+            "example: xscl cel subscribe examples/cel/stocks.cel --home xscl-data\n"
+            "         xscl cel unsubscribe rising --home xscl-data"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     unsub.add_argument("ids", nargs="+", metavar="ID")
     _job_options(unsub)

@@ -399,7 +399,8 @@ def _caught_up(
 
 
 def _tick_groups(options: CelOptions, previous: int, live: SubscribedCel) -> list[str]:
-    """Every group of the batch's classes, and of the classes its events removed."""
+    """Every group of the batch's classes, and of the classes its events removed
+    (executor, once per tick partition and attempt)."""
     groups = [g for c in live.classes for g in c.group_keys(options.buckets)]
     names = {c.name for c in live.classes}
     before = live_at(options.registry, options.catalog, previous)
