@@ -23,6 +23,7 @@ and (``live``, cached) on executors; no Spark import.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -75,24 +76,17 @@ class CelSubscriptionLog:
         if not added:
             return None, errors
         event = self.log.append("subscribe", added, text, source)
-        if event.version != version + 1:  # another writer came first: check again after it
-            return self._retract(event, text, source)
-        return event, errors
-
-    def _retract(
-        self, event: SubscriptionEvent, text: str, source: str
-    ) -> tuple[SubscriptionEvent | None, list[XsclError]]:
-        """An event written after a concurrent one: it stands when it is still what a
-        subscribe after that one would add, else it is undone (unsubscribed) and the
-        subscribe is done again (the log never changes a written event)."""
+        if event.version == version + 1:
+            return event, errors
+        # another writer took the numbers in between: the event means what replaying
+        # the log makes of it (``live_at``), checked against the events before it
         before = self.live(event.version - 1)
-        after, errors = before.subscribed(
+        _after, errors = before.subscribed(
             event.version, parse_file(text, source=source), source, text
         )
-        if [q for q in after.ids() if q not in set(before.ids())] == list(event.ids):
-            return event, errors
-        self.log.append("unsubscribe", list(event.ids), "", "")
-        return self.subscribe(text, source=source)
+        taken = set(before.ids())
+        added = [qid for qid in self.live(event.version).ids() if qid not in taken]
+        return (dataclasses.replace(event, ids=tuple(added)) if added else None), errors
 
     def unsubscribe(self, ids: Iterable[str]) -> SubscriptionEvent:
         """Append the removal of ``ids``; ``SubscriptionError`` (``CEL-S003``, ``CEL-S004``),
