@@ -442,7 +442,7 @@ class NoSubscriptionsError(XsclError, ValueError):
 
 class SubscriptionError(_CarriesErrors, ValueError):
     """A subscribe/unsubscribe that cannot be applied: the job's registry
-    (``XSCL-S010``-``S014``) or the CEL event engine (``CEL-S001``-``S004``).
+    (``XSCL-S010``-``S014``) or the CEL event engine (``CEL-S001``-``S005``).
 
     ``errors`` holds the query file's parse and validation errors when they are
     the reason.
@@ -697,6 +697,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "CEL-S003": ErrorCode(SubscriptionError, "an unsubscribed query id is not subscribed"),
     "CEL-S004": ErrorCode(
         SubscriptionError, "an unsubscribed query PUBLISHes a stream another query reads"
+    ),
+    "CEL-S005": ErrorCode(
+        SubscriptionError, "a query subscribed to a running job cannot join its partition groups"
     ),
 }
 

@@ -569,11 +569,11 @@ def test_serve_runs_the_valid_cel_queries_and_exits_2(
     tmp_path: Path, no_spark: list[Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 38: a CEL file with a bad query among good ones: the bad one's coded error,
-    the job runs with the others (they are compiled from the file on the executors,
-    invalid ones left out), and ends with exit 2."""
+    the job runs with the others (the file's valid queries seed the job's CEL registry,
+    which the executors run), and ends with exit 2."""
     from xscl.cli.common import load_queries
     from xscl.events.from_xscl import xscl_catalog
-    from xscl.spark_plugin.cel.program import job_queries
+    from xscl.service.cel_subscriptions import CelSubscriptionLog
 
     examples = Path(__file__).resolve().parents[2] / "examples" / "cel"
     mixed = tmp_path / "mixed.cel"
@@ -588,8 +588,11 @@ def test_serve_runs_the_valid_cel_queries_and_exits_2(
     assert "Traceback" not in err
     assert "the other 2 run" in err
     catalog = xscl_catalog(list(load_queries(str(queries)).queries))
-    ran = job_queries(text, json.dumps(catalog)).program.queries
-    assert [q.qid for q in ran] == ["three_posts", "runs"]
+    seeded, errors = CelSubscriptionLog(tmp_path / "registry", catalog).subscribe(
+        text, source=str(mixed)
+    )
+    assert seeded is not None and list(seeded.ids) == ["three_posts", "runs"]
+    assert [e.code for e in errors] == ["CEL-V001"]
 
 
 # -- a failure of the XPath library is a coded error of one query ----------------------

@@ -30,6 +30,7 @@ from tests.workloads import run_seed
 from xscl.events.envelope import Event
 from xscl.events.results import Result
 from xscl.results.read import read_results
+from xscl.service.cel_subscriptions import CelSubscriptionLog
 from xscl.spark_plugin.cel.batch import result_of
 from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
 
@@ -42,12 +43,12 @@ SLACK = 3_000_000
 
 def _stream(spark: object, work: Path, files: Sequence[Sequence[Event]]) -> set[Result]:
     """Run the CEL streaming query over ``files`` published one per micro-batch."""
-    queries = work / "queries.cel"
     work.mkdir()
-    queries.write_text(GENERATED, encoding="utf-8")
+    registry = CelSubscriptionLog(work / "registry", {})
+    registry.subscribe(GENERATED, source="generated.cel")
     plan = CelPlan(
-        cel_queries=str(queries),
-        catalog="{}",
+        cel_registry=str(registry.folder),
+        catalog=registry.catalog_json,
         output=str(work / "results"),
         checkpoint=str(work / "checkpoint"),
         name=f"xscl_cel_arrival_{uuid.uuid4().hex}",

@@ -1,4 +1,5 @@
-"""``xscl cel check|explain FILE`` and ``xscl cel run``: CEL event queries (docs/cel.md).
+"""``xscl cel check|explain FILE`` and ``xscl cel run``: CEL event queries (docs/cel.md);
+``xscl cel subscribe|unsubscribe`` are ``cli.cel_subscribe``.
 
 ``check`` parses and validates a CEL file (exit 0 when every query is valid,
 else 2); ``explain`` prints the merged automaton of its valid queries (and
@@ -18,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from xscl.cli import cel_subscribe
 from xscl.cli.common import (
     EXIT_REJECTED,
     by_position,
@@ -121,6 +123,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     publish.add_argument("--home", required=True, help="the job's home directory")
     publish.add_argument("--name", default="xscl", help="the job's name (default %(default)s)")
     publish.set_defaults(func=run_publish)
+    cel_subscribe.register(commands)
 
 
 def _load(path: str) -> tuple[Program, list[XsclError]]:

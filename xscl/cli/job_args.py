@@ -53,8 +53,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cel-queries",
         metavar="FILE.cel",
-        help="CEL queries run beside the XSCL ones, over their PUBLISHed results and the "
-        "events added with 'xscl cel publish' (docs/cel.md 10)",
+        help="run CEL queries beside the XSCL ones, over their PUBLISHed results and the "
+        "events added with 'xscl cel publish': FILE's valid queries seed an empty CEL "
+        "registry (HOME/registry/NAME.cel); 'xscl cel subscribe' / 'unsubscribe' change it "
+        "while the job runs (docs/cel.md 10)",
     )
     parser.add_argument(
         "--cel-reorder-slack",

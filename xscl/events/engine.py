@@ -149,10 +149,12 @@ class Engine:
         """Every stream a new query may read: base and PUBLISHed streams, with schemas."""
         return {s: schema for s, schema in self.schemas.items() if not s.startswith("#")}
 
-    def subscribe(self, program: Program) -> list[str]:
+    def subscribe(self, program: Program, since: int | None = None) -> list[str]:
         """Add every query of ``program`` (validated against ``catalog()``); returns their ids.
 
-        They see the events of the epochs after the last one processed.
+        They see the events of the epochs after the last one processed, or after
+        ``since`` when given (a job rebuilding an engine from its exported state gives
+        each query the time it was first subscribed at, ``spark_plugin.cel.groups``).
         """
         clash = [q.qid for q in program.queries if q.qid in self.subscriptions]
         if clash:
@@ -171,7 +173,8 @@ class Engine:
                 self.base.add(stream)
         for stream, schema in program.published.items():
             self.schemas.setdefault(stream, schema)
-        since = _BEFORE_TIME if self.time is None else self.time
+        if since is None:
+            since = _BEFORE_TIME if self.time is None else self.time
         # many queries: the collector paused, then what they built is frozen out of its
         # way (gc.freeze): no full pass over every earlier subscription per call, as a
         # collection here would be (quadratic over a set subscribed in chunks), and none

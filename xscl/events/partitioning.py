@@ -60,7 +60,15 @@ from xscl.lang.cel.ast import (
 from xscl.lang.cel.schema import fold_iterated, fold_schema, next_schema
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
 
-__all__ = ["KeyClass", "class_program", "key_bucket", "partition_classes", "route"]
+__all__ = [
+    "KeyClass",
+    "class_program",
+    "joined_keys",
+    "key_bucket",
+    "linked_queries",
+    "partition_classes",
+    "route",
+]
 
 #: Candidate key assignments tried per class before it goes to the global partition.
 _SEARCH_LIMIT = 10_000
@@ -214,8 +222,9 @@ def _linked(program: Program) -> list[list[Query]]:
     return list(groups.values())
 
 
-def _solve(candidates: Sequence[list[Keyed]]) -> Mapping_ | None:
-    """One consistent choice of a candidate per query (depth first, bounded), or None."""
+def _solve(candidates: Sequence[list[Keyed]], chosen: Mapping_ = frozenset()) -> Mapping_ | None:
+    """One consistent choice of a candidate per query, extending ``chosen`` (depth first,
+    bounded), or None."""
     steps = 0
 
     def search(index: int, chosen: Mapping_) -> Mapping_ | None:
@@ -233,7 +242,7 @@ def _solve(candidates: Sequence[list[Keyed]]) -> Mapping_ | None:
                     return found
         return None
 
-    return search(0, frozenset())
+    return search(0, chosen)
 
 
 def partition_classes(program: Program) -> list[KeyClass]:
@@ -251,6 +260,25 @@ def partition_classes(program: Program) -> list[KeyClass]:
             )
         )
     return classes
+
+
+def joined_keys(
+    program: Program, queries: Sequence[Query], keys: Mapping[str, str]
+) -> dict[str, str] | None:
+    """The keys of a keyed class once ``queries`` (of ``program``) join it: its ``keys``
+    kept, a key added for each stream the queries add; None when they cannot agree.
+
+    A running class keeps its keys (its instances are in the buckets they chose), so a
+    query that joins it must be keyed the same way (docs/cel.md 10.6).
+    """
+    analysis = _Analysis(program)
+    found = _solve([analysis.query(q)[1] for q in queries], frozenset(keys.items()))
+    return None if found is None else dict(sorted(found))
+
+
+def linked_queries(program: Program) -> list[list[Query]]:
+    """``program``'s queries grouped by resubscription links, in file order."""
+    return _linked(program)
 
 
 def class_program(program: Program, key_class: KeyClass) -> Program:

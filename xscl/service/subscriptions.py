@@ -202,7 +202,7 @@ class SubscriptionLog:
         """
         good = self.check(text, source=source, namespace=namespace)
         ids = [q.qid for q in good if only is None or q.qid in only]
-        return self._append("subscribe", ids, text, source, owner, namespace, history)
+        return self.append("subscribe", ids, text, source, owner, namespace, history)
 
     def check(self, text: str, *, source: str, namespace: str = "") -> list[Query]:
         """The queries ``subscribe`` would add, with their registry ids, or its
@@ -240,9 +240,9 @@ class SubscriptionLog:
         unknown = [i for i in wanted if i not in current]
         if unknown:
             raise SubscriptionError.from_code("XSCL-S012", f"not subscribed: {', '.join(unknown)}")
-        return self._append("unsubscribe", wanted, "", "", owner)
+        return self.append("unsubscribe", wanted, "", "", owner)
 
-    def _append(
+    def append(
         self,
         op: str,
         ids: list[str],

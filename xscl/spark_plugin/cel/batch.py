@@ -1,7 +1,8 @@
 """``xscl cel run --engine spark``: the CEL batch contract on Spark (docs/cel.md 10.6).
 
 The batch run is the CEL streaming query run once, so both share one plan
-(``cel.plan``): the admitted events (``xscl.events.batch`` has already
+(``cel.plan``): the queries are the first event of a temporary CEL registry, the
+admitted events (``xscl.events.batch`` has already
 dead-lettered bad lines and, with a reorder slack, late ones in file order) are
 written as one file of a temporary events folder, the query runs with
 ``availableNow`` and ``releaseAll`` (the input has ended: every epoch is
@@ -30,19 +31,20 @@ __all__ = ["evaluate_on_spark"]
 def evaluate_on_spark(queries_text: str, events: Iterable[Event]) -> set[Result]:
     """Every result of the CEL queries over ``events`` (all admitted), on Spark."""
     from xscl.results.read import read_results
+    from xscl.service.cel_subscriptions import CelSubscriptionLog
     from xscl.spark_plugin.batch import _session
     from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
 
     with tempfile.TemporaryDirectory(prefix="xscl-cel-run-") as work_dir:
         work = Path(work_dir)
-        queries = work / "queries.cel"
-        queries.write_text(queries_text, encoding="utf-8")
+        registry = CelSubscriptionLog(work / "registry", {})
+        registry.subscribe(queries_text, source="queries.cel")
         staged = work / "input.jsonl"
         write_lines_atomically(staged, (e.to_json() for e in events))
         add_events(work / "events", staged)
         plan = CelPlan(
-            cel_queries=str(queries),
-            catalog="{}",
+            cel_registry=str(registry.folder),
+            catalog=registry.catalog_json,
             output=str(work / "results"),
             checkpoint=str(work / "checkpoint"),
             name=f"xscl_cel_run_{uuid.uuid4().hex}",

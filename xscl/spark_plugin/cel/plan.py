@@ -9,8 +9,9 @@
 
 It runs beside the XSCL query in the same session (``xscl serve --cel-queries``)
 or alone (``xscl cel run --engine spark``), with its own checkpoint and results
-folder. The group keys are fixed by the queries file and ``buckets``: a restart
-must keep both (the checkpoint's state is keyed by them).
+folder. Its queries are the CEL registry's (``service.cel_subscriptions``), read
+at every batch: the group keys are ``NAME:bucket`` of the registry's named
+classes (``events.live_classes``), so a restart must keep ``buckets``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ DEFAULT_BUCKETS = 4
 class CelPlan:
     """Everything the CEL query's plan depends on (driver)."""
 
-    cel_queries: str
+    #: the CEL registry folder (``service.cel_subscriptions``)
+    cel_registry: str
     #: JSON of the PUBLISHed XSCL streams' schemas (``from_xscl.xscl_catalog``)
     catalog: str
     output: str
@@ -55,8 +57,6 @@ class CelPlan:
 
 def start_cel_job(spark: Any, plan: CelPlan) -> Any:
     """Start the CEL streaming query (driver, once); returns Spark's ``StreamingQuery``."""
-    from pathlib import Path
-
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from xscl.results.commit import clear_staging
@@ -64,7 +64,7 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
     clear_staging(plan.output)
     events = (
         spark.readStream.format("xscl-cel-events")
-        .option("celQueries", plan.cel_queries)
+        .option("celRegistry", plan.cel_registry)
         .option("catalog", plan.catalog)
         .option("xsclResults", plan.xscl_results or "")
         .option("xsclCheckpoints", plan.xscl_checkpoints or "")
@@ -75,9 +75,8 @@ def start_cel_job(spark: Any, plan: CelPlan) -> Any:
         .option("releaseAll", "true" if plan.release_all else "")
         .load()
     )
-    text = Path(plan.cel_queries).read_text(encoding="utf-8")
     grouped = events.groupBy("group").applyInPandasWithState(
-        CelGroups(text, plan.catalog),
+        CelGroups(plan.cel_registry, plan.catalog),
         OUTPUT_DDL,
         STATE_DDL,
         "append",

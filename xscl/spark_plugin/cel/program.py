@@ -1,37 +1,16 @@
-"""The CEL job's queries, as every process sees them: text + XSCL catalog -> program, classes.
+"""The CEL job's queries file, checked: text + XSCL catalog -> program and errors.
 
-Built on the driver to plan and check, and again once per Python worker on the
-executors (cached by the text and catalog), so the plan's objects hold only strings.
+Runs on the driver (``cel.serve``, before Spark starts) and in ``xscl cel``; the
+running job's queries are its CEL registry's (``service.cel_subscriptions``).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from functools import lru_cache
-
 from xscl.errors import XsclError
-from xscl.events.partitioning import KeyClass, partition_classes
 from xscl.lang.cel.parser import parse_file
 from xscl.lang.cel.validation import Program, validate
 
-__all__ = ["CelJobQueries", "job_queries", "load_cel"]
-
-
-@dataclass(frozen=True)
-class CelJobQueries:
-    """The valid program and its partition classes."""
-
-    program: Program
-    classes: tuple[KeyClass, ...]
-
-    def group_keys(self, buckets: int) -> list[str]:
-        """Every group key: ``class:bucket`` (one bucket for a global class)."""
-        return [
-            f"{index}:{bucket}"
-            for index, key_class in enumerate(self.classes)
-            for bucket in range(buckets if key_class.keys is not None else 1)
-        ]
+__all__ = ["load_cel"]
 
 
 def load_cel(
@@ -41,11 +20,3 @@ def load_cel(
     parsed = parse_file(text, source=source)
     program, errors = validate(parsed, catalog=catalog, text=text, source=source)
     return program, [*parsed.errors, *errors]
-
-
-@lru_cache(maxsize=4)
-def job_queries(text: str, catalog_json: str) -> CelJobQueries:
-    """The job's program and classes (cached per worker; the text was checked at start)."""
-    catalog = {k: tuple(v) for k, v in json.loads(catalog_json).items()}
-    program, _errors = load_cel(text, catalog, "cel-queries")
-    return CelJobQueries(program, tuple(partition_classes(program)))

@@ -10,6 +10,12 @@ of its own name ``NAME.cel`` with the same epoch and fence: its checkpoint
 and results are forked per epoch like the XSCL job's (``pair.epochs``), under
 ``HOME/checkpoints/NAME.cel`` and ``HOME/results/NAME.cel``. Plain events come
 from ``HOME/cel-events/NAME`` (``xscl cel publish``).
+
+The job's queries are its CEL registry's, ``HOME/registry/NAME.cel``
+(``service.cel_subscriptions``): ``start`` makes the file's valid queries its
+first event when it is empty; otherwise the registry's queries run, as they were
+left by the last run and ``xscl cel subscribe`` / ``unsubscribe`` since, and the
+file is only checked (docs/cel.md 10.7).
 """
 
 from __future__ import annotations
@@ -79,16 +85,27 @@ def start(
     trigger_seconds: float,
     feed_entries: int,
 ) -> Any:
-    """Fork the CEL job's epoch folders and start its query (driver); the StreamingQuery."""
+    """Seed an empty CEL registry from the file, fork the CEL job's epoch folders and start
+    its query (driver, once per run, as the lease's holder); the StreamingQuery."""
+    from xscl.service.cel_subscriptions import CelSubscriptionLog, cel_registry
     from xscl.service.pair.epochs import EpochFolders, start_epoch
     from xscl.spark_plugin.cel.plan import CelPlan, start_cel_job
+
+    log = CelSubscriptionLog(cel_registry(home, name), json.loads(cel.catalog))
+    if not log.versions():
+        text = Path(cel.path).read_text(encoding="utf-8")
+        log.subscribe(text, source=cel.path)  # its errors were printed by ``check``
+    else:
+        print(f"xscl serve: CEL queries of the registry {log.folder} ({len(log.live().ids())} "
+              f"subscribed); --cel-queries {cel.path} is only checked (use 'xscl cel "
+              "subscribe' / 'xscl cel unsubscribe')", file=sys.stderr)  # fmt: skip
 
     xscl = EpochFolders(home, name, epoch)
     folders = EpochFolders(home, f"{name}.cel", epoch)
     start_epoch(folders)
     plan = CelPlan(
-        cel_queries=cel.path,
-        catalog=cel.catalog,
+        cel_registry=str(log.folder),
+        catalog=log.catalog_json,
         output=str(folders.results),
         checkpoint=str(folders.checkpoint),
         name=f"{name}.cel",

@@ -1,12 +1,19 @@
 """``xscl-cel-events``: CEL events from committed XSCL results and an events folder.
 
-Offsets are ``{"xscl": [epoch, batch], "events": seq, "latest": micros}``: the
-last XSCL batch marker read (in the chain ``results.read.visible_markers``
-follows across pair epochs), the last events file read (``event_folder``), and
-the job's **clock**: the largest end of everything read so far (markers carry
-``max_end``, event files their index's ``latest``; the driver reads no event).
-A micro-batch ``(start, end]`` is fixed by committed data, so a replay reads the
-same events: exactly once downstream.
+Offsets are ``{"xscl": [epoch, batch], "events": seq, "latest": micros,
+"registry": version}``: the last XSCL batch marker read (in the chain
+``results.read.visible_markers`` follows across pair epochs), the last events
+file read (``event_folder``), the job's **clock**: the largest end of everything
+read so far (markers carry ``max_end``, event files their index's ``latest``; the
+driver reads no event), and the newest event of the CEL registry
+(``service.cel_subscriptions``). A micro-batch ``(start, end]`` is fixed by
+committed data, so a replay reads the same events: exactly once downstream.
+
+Subscriptions are data (docs/cel.md 10.7): a batch runs with the queries of
+registry version ``end.registry``. Spark logs a batch's offsets before it runs,
+so the batch at which an event takes effect is recorded there, and a replay after
+a kill -9 runs with the same version. A new registry event alone makes a batch
+(of ticks): it takes effect within one micro-batch even without new events.
 
 Arrival order (docs/cel.md 6, 10.4): a batch arrives at once. An event is
 **late** (``CEL-E007``) when its end is below ``start.latest - slack``; the
@@ -14,9 +21,12 @@ groups release every epoch below ``end.latest - slack`` (the ``watermark``
 column). One ``tick`` row per group each batch carries the watermark to groups
 that got no event.
 
-Rows (``ROW_DDL``): ``group`` (``class:bucket``, or ``dead``), ``kind``
-(``event`` | ``tick`` | ``dead``), ``stream``, ``start``, ``end``, ``attrs``
-(JSON), ``watermark``, ``line`` (a dead letter's JSON).
+Rows (``ROW_DDL``): ``group`` (``class:bucket``, the class's name from
+``events.live_classes``, or ``dead``), ``kind`` (``event`` | ``tick`` | ``dead``),
+``stream``, ``start``, ``end``, ``attrs`` (JSON), ``watermark``, ``line`` (a dead
+letter's JSON), ``version`` (the registry version the batch runs with). The ticks
+also reach the groups of a class the batch's events removed, once, so that they
+drop their state.
 
 Where it runs: planning (offsets, ``partitions``) on the driver, a few files'
 metadata per batch; ``read`` on executors, once per partition and attempt.
@@ -26,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +49,16 @@ from xscl.connectors.document import format_ts
 from xscl.events.envelope import Event, read_events
 from xscl.events.event_folder import events_file, ready_files
 from xscl.events.from_xscl import published_streams, result_event
+from xscl.events.live_classes import SubscribedCel
 from xscl.events.partitioning import route
 from xscl.results.read import part_records, visible_markers
-from xscl.spark_plugin.cel.program import job_queries
+from xscl.service.cel_subscriptions import live_at
+from xscl.service.subscriptions import SubscriptionLog
 
 FORMAT_NAME = "xscl-cel-events"
 ROW_DDL = (
     "group STRING, kind STRING, stream STRING, start BIGINT, end BIGINT, attrs STRING, "
-    "watermark BIGINT, line BINARY"
+    "watermark BIGINT, line BINARY, version INT"
 )
 DEAD_GROUP = "dead"
 #: The watermark of a run that releases everything (``releaseAll``: the batch contract).
@@ -60,7 +72,8 @@ Offset = dict[str, Any]
 class CelOptions:
     """The source's options, parsed (strings and integers only: pickled to executors)."""
 
-    cel_text: str
+    #: the CEL registry folder (``service.cel_subscriptions``)
+    registry: str
     catalog: str
     xscl_results: str | None
     #: the XSCL job's checkpoints, one folder per epoch (only logged batches are read)
@@ -74,7 +87,7 @@ class CelOptions:
     @classmethod
     def parse(cls, options: Any) -> CelOptions:
         return cls(
-            Path(str(options["celQueries"])).read_text(encoding="utf-8"),
+            str(options["celRegistry"]),
             str(options.get("catalog") or "{}"),
             options.get("xsclResults") or None,
             options.get("xsclCheckpoints") or None,
@@ -96,6 +109,12 @@ class CelPartition(InputPartition):
     watermark: int
     #: XSCL query id -> the stream it PUBLISHes (``xscl`` partitions)
     streams: tuple[tuple[str, str], ...] = ()
+    #: the registry version the batch runs with, and the one of the batch before
+    version: int = 0
+    previous: int = 0
+    #: a file of an earlier batch, read again for the classes that read its streams
+    #: from this batch on (``catch_up_reads``)
+    catch_up: bool = False
 
 
 class CelEventsDataSource(DataSource):
@@ -177,7 +196,7 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _markers(self.options.xscl_results, self.options.xscl_checkpoints, self._seen)
 
     def initialOffset(self) -> Offset:
-        return {"xscl": [-1, -1], "events": 0, "latest": None}
+        return {"xscl": [-1, -1], "events": 0, "latest": None, "registry": 0}
 
     def _available(self, start: Offset) -> Offset:
         """The offset that includes every committed marker and indexed file (driver)."""
@@ -197,7 +216,9 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     latest = end if latest is None else max(latest, end)
             if ready:
                 seq = ready[-1][0]
-        return {"xscl": position, "events": seq, "latest": latest}
+        versions = SubscriptionLog(self.options.registry).versions()
+        registry = max(versions[-1] if versions else 0, int(start.get("registry", 0)))
+        return {"xscl": position, "events": seq, "latest": latest, "registry": registry}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._available(self.initialOffset())
@@ -217,7 +238,8 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self.options.release_all
             else (_NO_TIME if end["latest"] is None else int(end["latest"]) - slack)
         )
-        parts: list[InputPartition] = []
+        version, previous = int(end.get("registry", 0)), int(start.get("registry", 0))
+        parts: list[CelPartition] = []
         markers = [
             (folder, marker)
             for key, folder, marker in self._xscl_markers()
@@ -233,28 +255,60 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for seq in range(int(start["events"]) + 1, int(end["events"]) + 1):
                 path = str(events_file(self.options.events, seq))
                 parts.append(CelPartition("events", path, late_before, watermark))
+        if version != previous and catch_up_reads(self.options, previous, version):
+            parts.extend(self._catch_up(start, late_before, watermark))
         parts.append(CelPartition("tick", "", late_before, watermark))
+        return [replace(p, version=version, previous=previous) for p in parts]
+
+    def _catch_up(self, start: Offset, late_before: int, watermark: int) -> list[CelPartition]:
+        """The files of earlier batches that may hold events not yet processed (their
+        largest end at or after ``late_before``): those events wait in the groups of
+        the classes that read them then, not in those of a class that reads their
+        stream from this batch on (driver, on a batch whose registry events add reads)."""
+        parts = []
+        mapping = tuple(sorted(published_streams(_xscl_queries(self.options)).items()))
+        for key, folder, marker in self._xscl_markers():
+            end = marker.get("max_end")
+            if list(key) <= list(start["xscl"]) and (end is None or int(end) >= late_before):
+                for part in marker["parts"]:
+                    path = str(folder / part["file"])
+                    parts.append(
+                        CelPartition("xscl", path, late_before, watermark, mapping, catch_up=True)
+                    )
+        if self.options.events is not None:
+            for seq, end in ready_files(self.options.events, 0):
+                if seq <= int(start["events"]) and end is not None and end >= late_before:
+                    path = str(events_file(self.options.events, seq))
+                    parts.append(
+                        CelPartition("events", path, late_before, watermark, catch_up=True)
+                    )
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         """The rows of one partition (executor, once per partition and attempt)."""
         assert isinstance(partition, CelPartition)
         options = self.options
-        queries = job_queries(options.cel_text, options.catalog)
+        version = partition.version
+        live = live_at(options.registry, options.catalog, version)
         if partition.kind == "tick":
-            for group in queries.group_keys(options.buckets):
-                yield (group, "tick", "", 0, 0, "", partition.watermark, b"")
+            for group in _tick_groups(options, partition.previous, live):
+                yield (group, "tick", "", 0, 0, "", partition.watermark, b"", version)
+            return
+        classes = [c.key_class for c in live.classes]
+        program = live.program
+        if partition.catch_up:
+            yield from _caught_up(options, partition, live)
             return
         for item in _events(partition):
             if isinstance(item, DeadLetter):
-                yield _dead(item, partition.watermark)
+                yield _dead(item, partition.watermark, version)
                 continue
-            program = queries.program
             if item.stream in program.published:
                 reason = f"stream {item.stream!r} is PUBLISHed by a query; only its queries feed it"
                 yield _dead(
                     DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E006"),
                     partition.watermark,
+                    version,
                 )
                 continue
             if item.stream not in program.streams:
@@ -267,13 +321,14 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 yield _dead(
                     DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E007"),
                     partition.watermark,
+                    version,
                 )
                 continue
             attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
-            for index, bucket in route(queries.classes, item, options.buckets):
+            for index, bucket in route(classes, item, options.buckets):
                 yield (
-                    f"{index}:{bucket}", "event", item.stream, item.start, item.end, attrs,
-                    partition.watermark, b"",
+                    f"{live.classes[index].name}:{bucket}", "event", item.stream, item.start,
+                    item.end, attrs, partition.watermark, b"", version,
                 )  # fmt: skip
 
     def commit(self, end: Offset) -> None:
@@ -283,8 +338,6 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _xscl_queries(options: CelOptions) -> list[Any]:
     if options.xscl_registry is None:
         return []
-    from xscl.service.subscriptions import SubscriptionLog
-
     return list(SubscriptionLog(options.xscl_registry).current().values())
 
 
@@ -302,5 +355,54 @@ def _events(partition: CelPartition) -> Iterator[Event | DeadLetter]:
             yield item
 
 
-def _dead(letter: DeadLetter, watermark: int) -> tuple[Any, ...]:
-    return (DEAD_GROUP, "dead", "", 0, 0, "", watermark, letter.to_json().encode("utf-8"))
+def _dead(letter: DeadLetter, watermark: int, version: int) -> tuple[Any, ...]:
+    line = letter.to_json().encode("utf-8")
+    return (DEAD_GROUP, "dead", "", 0, 0, "", watermark, line, version)
+
+
+def catch_up_reads(options: CelOptions, previous: int, version: int) -> dict[str, frozenset[str]]:
+    """Class name -> the streams it reads at registry ``version`` and did not at
+    ``previous`` (every stream of a new class). Runs wherever it is called."""
+    before = live_at(options.registry, options.catalog, previous)
+    after = live_at(options.registry, options.catalog, version)
+    out = {}
+    for live_class in after.classes:
+        old = before.named(live_class.name)
+        added = live_class.key_class.reads - (old.key_class.reads if old else frozenset())
+        if added:
+            out[live_class.name] = added
+    return out
+
+
+def _caught_up(
+    options: CelOptions, partition: CelPartition, live: SubscribedCel
+) -> Iterator[tuple[Any, ...]]:
+    """The events of an earlier batch's file not yet processed (ending at or after the
+    batch's ``late_before``), routed only to the classes that read their stream from this
+    batch on (executor, once per catch-up partition and attempt). Its dead letters and
+    late events were written when the file was first read."""
+    added = catch_up_reads(options, partition.previous, partition.version)
+    classes = [c.key_class for c in live.classes]
+    for item in _events(partition):
+        if isinstance(item, DeadLetter) or item.end < partition.late_before:
+            continue
+        if item.stream not in live.program.streams or item.stream in live.program.published:
+            continue
+        attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
+        for index, bucket in route(classes, item, options.buckets):
+            name = live.classes[index].name
+            if item.stream in added.get(name, ()):
+                yield (
+                    f"{name}:{bucket}", "event", item.stream, item.start, item.end, attrs,
+                    partition.watermark, b"", partition.version,
+                )  # fmt: skip
+
+
+def _tick_groups(options: CelOptions, previous: int, live: SubscribedCel) -> list[str]:
+    """Every group of the batch's classes, and of the classes its events removed
+    (executor, once per tick partition and attempt)."""
+    groups = [g for c in live.classes for g in c.group_keys(options.buckets)]
+    names = {c.name for c in live.classes}
+    before = live_at(options.registry, options.catalog, previous)
+    gone = [c for c in before.classes if c.name not in names]
+    return [*groups, *(g for c in gone for g in c.group_keys(options.buckets))]
