@@ -29,12 +29,14 @@ from xscl.spark_plugin.job.plan import JobPlan, start_job
 pytestmark = pytest.mark.spark
 
 
-def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> None:
+def _job(tmp_path: Path, later: str) -> tuple[list[str], Path, Path, Path, JobPlan]:
+    """A home whose job runs BY_AUTHOR, the ``later`` queries' file beside it, and the
+    job's plan: (the home's CLI options, registry, spool, results, plan)."""
     home = ["--home", str(tmp_path / "home"), "--name", "job"]
     registry = tmp_path / "home" / "registry" / "job"
     spool_path, output = tmp_path / "spool", tmp_path / "out"
     (tmp_path / "first.xscl").write_text(BY_AUTHOR, encoding="utf-8")
-    (tmp_path / "later.xscl").write_text(FOLLOW, encoding="utf-8")
+    (tmp_path / "later.xscl").write_text(later, encoding="utf-8")
     assert main(["subscribe", str(tmp_path / "first.xscl"), *home]) == 0
     plan = JobPlan(
         spool=str(spool_path),
@@ -47,6 +49,11 @@ def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> 
         state_partitions=2,
         buckets=8,
     )
+    return home, registry, spool_path, output, plan
+
+
+def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> None:
+    home, registry, spool_path, output, plan = _job(tmp_path, FOLLOW)
     docs = _docs(0, 20)
     with Spool(spool_path, sync=False) as spool:
         query = start_job(spark, plan)
@@ -87,23 +94,7 @@ def test_subscribe_with_history_to_a_running_job(spark: Any, tmp_path: Path) -> 
 
 
 def test_an_inf_window_is_followed_from_the_scan_s_checkpoint(spark: Any, tmp_path: Path) -> None:
-    home = ["--home", str(tmp_path / "home"), "--name", "job"]
-    registry = tmp_path / "home" / "registry" / "job"
-    spool_path, output = tmp_path / "spool", tmp_path / "out"
-    (tmp_path / "first.xscl").write_text(BY_AUTHOR, encoding="utf-8")
-    (tmp_path / "later.xscl").write_text(SAME_TAG, encoding="utf-8")
-    assert main(["subscribe", str(tmp_path / "first.xscl"), *home]) == 0
-    plan = JobPlan(
-        spool=str(spool_path),
-        registry=str(registry),
-        output=str(output),
-        checkpoint=str(tmp_path / "checkpoint"),
-        name=f"follow_{tmp_path.name}",
-        allowed_lateness=0,
-        trigger_seconds=0.2,
-        state_partitions=2,
-        buckets=8,
-    )
+    home, registry, spool_path, output, plan = _job(tmp_path, SAME_TAG)
     docs = _docs(0, 20)
     scanner = SparkScanner(spark, str(spool_path), 0, str(tmp_path / "scans"))
     runs = HistoryRuns(
