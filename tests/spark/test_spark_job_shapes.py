@@ -1,9 +1,9 @@
 """Every template shape through the streaming job, against the reference, on two masters.
 
 One workload holds what the value groups evaluate (two-block value joins, generated
-queries with 0-4 equalities, SELECT lists, windows 0..INF) and what only the chain
-group can (a PUBLISH chain read by another query, a three-block chain, a join without
-a value condition). Its documents arrive out of time order, some re-delivered, and the
+queries with 0-4 equalities, SELECT lists, windows 0..INF, and a join without a value
+condition, partitioned by time) and what only the chain group can (a PUBLISH chain
+read by another query, a three-block chain). Its documents arrive out of time order, some re-delivered, and the
 job runs with an allowed lateness, so late dead letters and eviction happen too. The
 job's result set must equal ``xscl.reference``'s record for record:
 
