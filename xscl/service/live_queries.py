@@ -9,8 +9,9 @@ subscriptions stay data: a new one needs no new Spark plan and no restart.
 All queries are registered in one ``Subscriptions`` (one Stage 1, one var-id space),
 each **placed** where a partition of the job can evaluate it
 (``xscl.engine.placements``): ``stateless`` (one block: matched where Stage 1 runs),
-``value`` (two blocks joined by a value: the value groups) or ``chain`` (the rest: the
-chain group). So Stage 1 runs once per document, in the task that reads it, and its
+``value`` (two blocks joined by a value: the value groups), ``time`` (two blocks, no
+value between them, a finite window: the value groups, by time bucket) or ``chain``
+(the rest: the chain group). So Stage 1 runs once per document, in the task that reads it, and its
 witness rows serve every group it is routed to. A query whose placement changes when
 another query starts publishing into its stream is treated as subscribed again at
 that event.
