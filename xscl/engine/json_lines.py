@@ -10,10 +10,14 @@ the engine's cached serialisations, whose hash CPython keeps) and joins bytes.
 The line is byte-identical to ``json.dumps(record.to_json_dict(),
 ensure_ascii=False, separators=(",", ":"))`` plus a newline (tested).
 
+``encode_channel`` writes the records of one match for many queries as one channel
+line (``xscl.results.channels``: the format, and its decoding), from the same caches.
+
 Example::
 
     encoder = JsonLineEncoder()
     handle.write(encoder.encode(record))     # b'{"query":"Q1",...,"xml":"<result ..."}\\n'
+    handle.write(encoder.encode_channel(records, body))  # b'{"channel":[["Q1","..."],...'
 """
 
 from __future__ import annotations
