@@ -131,9 +131,9 @@ def line_records(line: bytes | str) -> list[dict[str, Any]]:
     ``KeyError``/``TypeError``, which readers report as they report a bad line).
     """
     record: dict[str, Any] = json.loads(line)
-    members = record.get("channel")
-    if members is None:
-        return [record]
+    if not isinstance(record, dict) or "channel" not in record:
+        return [record]  # a plain line (or another writer's JSON, read as before)
+    members = record["channel"]
     docs, nodes, values = record["docs"], record["nodes"], record["values"]
     body = record["xml_body"]
     return [
