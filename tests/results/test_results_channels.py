@@ -27,7 +27,7 @@ from xscl.connectors.document import Document
 from xscl.engine import LocalEngine
 from xscl.engine.output import ResultRecord
 from xscl.lang.parser import parse_queries
-from xscl.results import part_index
+from xscl.results import part_index, record_lines
 from xscl.results.atom import EntryRenderer
 from xscl.results.channels import CHANNEL_START, line_records
 from xscl.results.commit import STAGING, StagedPart, commit_batch
@@ -189,3 +189,16 @@ def test_old_plain_parts_still_read_beside_channel_parts(tmp_path: Path) -> None
     assert result_ids(root) == {r.result_id for r in records}
     for qid in sorted({r.query for r in records}):
         assert paged(root, qid, 2) == [r for r in expected if r["query"] == qid]
+
+
+def test_a_long_run_is_split_at_max_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(record_lines, "MAX_MEMBERS", 7)
+    records = shared_workload(30)
+    check(tmp_path, records, "jsonl")
+    lines = [
+        line for f in part_files(tmp_path / "channels") for line in f.read_bytes().splitlines()
+    ]
+    sizes = [len(line_records(line)) for line in lines]
+    assert max(sizes) == 7 and sum(sizes) == len(records)
