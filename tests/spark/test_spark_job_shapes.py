@@ -3,9 +3,10 @@
 One workload holds what the value groups evaluate (two-block value joins, generated
 queries with 0-4 equalities, SELECT lists, windows 0..INF, and a join without a value
 condition, partitioned by time) and what only the chain group can (a PUBLISH chain
-read by another query, a three-block chain). Its documents arrive out of time order, some re-delivered, and the
-job runs with an allowed lateness, so late dead letters and eviction happen too. The
-job's result set must equal ``xscl.reference``'s record for record:
+read by another query, a three-block chain). Its documents arrive out of time order,
+some re-delivered, and the job runs with an allowed lateness, so late dead letters and
+eviction happen too. The job's result set must equal ``xscl.reference``'s record for
+record:
 
 * on the shared ``local[2]`` session, in micro-batches of 7 documents;
 * under ``local-cluster[2,1,1024]`` (two executor JVMs) through ``xscl serve --once``

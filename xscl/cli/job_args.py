@@ -90,6 +90,14 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "bytes when results repeat their documents) (default %(default)s)",
     )
     parser.add_argument(
+        "--no-channels",
+        dest="channels",
+        action="store_false",
+        help="write one JSON line per result, even when many queries share one match "
+        "(default: such results are one channel line naming each query and its result "
+        "id; readers see the same records either way: docs/architecture.md, 'Channels')",
+    )
+    parser.add_argument(
         "--state-partitions",
         type=int,
         metavar="N",

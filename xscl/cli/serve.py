@@ -163,7 +163,8 @@ def run_job(args: argparse.Namespace) -> JobReport:
     request = spark_serve.ServeRequest(
         home=home, name=args.name, spool=spool, queries=args.queries, master=args.master,
         once=args.once, quiet=args.quiet, output=args.output, allowed_lateness=lateness,
-        results_format=args.results_format, feed_entries=args.feed_entries,
+        results_format=args.results_format, channels=args.channels,
+        feed_entries=args.feed_entries,
         feed_base_url=base_url,
         state_partitions=args.state_partitions, value_groups=args.value_groups,
         hot_salts=args.hot_salts, hot_threshold=args.hot_threshold,

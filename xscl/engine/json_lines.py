@@ -10,15 +10,20 @@ the engine's cached serialisations, whose hash CPython keeps) and joins bytes.
 The line is byte-identical to ``json.dumps(record.to_json_dict(),
 ensure_ascii=False, separators=(",", ":"))`` plus a newline (tested).
 
+``encode_channel`` writes the records of one match for many queries as one channel
+line (``xscl.results.channels``: the format, and its decoding), from the same caches.
+
 Example::
 
     encoder = JsonLineEncoder()
     handle.write(encoder.encode(record))     # b'{"query":"Q1",...,"xml":"<result ..."}\\n'
+    handle.write(encoder.encode_channel(records, body))  # b'{"channel":[["Q1","..."],...'
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from json.encoder import encode_basestring
 
 from xscl.connectors.document import format_ts
@@ -54,12 +59,6 @@ class JsonLineEncoder:
 
     def encode(self, record: ResultRecord) -> bytes:
         """One line, newline included."""
-        docs = self._docs.get(record.docs)
-        if docs is None:  # results of the same documents share it
-            if len(self._docs) >= _DOCS_CAPACITY:
-                self._docs.clear()
-            refs = [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs]
-            docs = self._docs[record.docs] = _dumps(refs).encode("utf-8")
         parts = record.xml_parts if record.xml_parts is not None else (record.xml,)
         return b"".join(
             (
@@ -68,7 +67,7 @@ class JsonLineEncoder:
                 b',"result_id":',
                 _dumps(record.result_id).encode("utf-8"),
                 b',"docs":',
-                docs,
+                self._docs_json(record),
                 b',"nodes":',
                 _dumps(dict(record.nodes)).encode("utf-8"),
                 b',"values":',
@@ -78,6 +77,37 @@ class JsonLineEncoder:
                 b'"}\n',
             )
         )
+
+    def encode_channel(self, records: Sequence[ResultRecord], xml_body: Sequence[str]) -> bytes:
+        """One channel line (``results.channels``) for ``records``, which share their
+        documents, nodes, values and ``xml_body`` (their XML without the query's
+        ``<result>`` tag); newline included."""
+        first = records[0]
+        members = [[record.query, record.result_id] for record in records]
+        return b"".join(
+            (
+                b'{"channel":',
+                _dumps(members).encode("utf-8"),
+                b',"docs":',
+                self._docs_json(first),
+                b',"nodes":',
+                _dumps(dict(first.nodes)).encode("utf-8"),
+                b',"values":',
+                _dumps(dict(first.values)).encode("utf-8"),
+                b',"xml_body":"',
+                *map(self._piece, xml_body),
+                b'"}\n',
+            )
+        )
+
+    def _docs_json(self, record: ResultRecord) -> bytes:
+        docs = self._docs.get(record.docs)
+        if docs is None:  # results of the same documents share it
+            if len(self._docs) >= _DOCS_CAPACITY:
+                self._docs.clear()
+            refs = [{"stream": s, "docid": d, "ts": format_ts(t)} for s, d, t in record.docs]
+            docs = self._docs[record.docs] = _dumps(refs).encode("utf-8")
+        return docs
 
     def _piece(self, text: str) -> bytes:
         if len(text) < MIN_CACHED_CHARS:

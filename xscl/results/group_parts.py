@@ -17,6 +17,10 @@ the sink's Python. Instead the group writes its records to a staged result part
   and merges them into the feeds (the results folder is shared by every task, as
   the driver's commit already requires).
 
+Records of one match for many queries are written once, as a channel line
+(``record_lines``, ``channels``: Hong 2009 §5.3); ``GroupParts.channels`` False writes
+one line per record (the benchmark's "without channels").
+
 Exactly once: a staged part is committed only through the batch's marker (as the
 sink's parts are). A group call that fails removes its files; one whose task is
 retried later leaves orphans that no marker names, removed by the batch's commit
@@ -45,6 +49,7 @@ from xscl.results.atom import EntryRenderer
 from xscl.results.commit import STAGING, unwritable
 from xscl.results.feed_rows import keep_newest
 from xscl.results.parts import PARTS, ResultPart
+from xscl.results.record_lines import Line, record_lines
 
 #: One output row of the join groups (``spark_plugin.job.join_groups.OUTPUT_DDL``).
 OutputRow = tuple[str, str, str, int, bytes]
@@ -58,6 +63,9 @@ class GroupParts:
     path: str
     part_format: str
     feed_entries: int
+    #: store the records of one match for many queries once, as a channel line
+    #: (``record_lines.ChannelLines``); False: one line per record
+    channels: bool = True
 
     def writer(self, partition: int, renderer: EntryRenderer) -> PartWriter:
         """A writer of one task's records (``partition``: the task's, the staged part's
@@ -101,7 +109,7 @@ class PartWriter:
         self.renderer = renderer
         self.staging = Path(parts.path) / STAGING
         self._part: ResultPart = PARTS[parts.part_format](self.staging, partition)
-        self._encoder = JsonLineEncoder()
+        self._lines = record_lines(parts.channels, JsonLineEncoder())
         self._newest: dict[str, list[tuple[int, str, ResultRecord]]] = {}
         self._seen: set[str] = set()
         self._max_end = 0
@@ -110,16 +118,21 @@ class PartWriter:
         if record.result_id in self._seen:
             return
         self._seen.add(record.result_id)
-        try:
-            self._part.add(self._encoder.encode(record))
-        except OSError as exc:  # the results folder turned read-only, full, ...: S023
-            raise unwritable(exc, self.parts.path) from exc
+        self._write(self._lines.add(record))
         end = record.end_micros
         self._max_end = max(self._max_end, end)
         kept = self._newest.setdefault(record.query, [])
         keep_newest(kept, (end, record.result_id, record), self.parts.feed_entries)
 
+    def _write(self, lines: list[Line]) -> None:
+        try:
+            for line, records in lines:
+                self._part.add(line, records)
+        except OSError as exc:  # the results folder turned read-only, full, ...: S023
+            raise unwritable(exc, self.parts.path) from exc
+
     def finish(self) -> list[OutputRow]:
+        self._write(self._lines.flush())
         try:
             staged = self._part.close()
             if staged.staged is None:

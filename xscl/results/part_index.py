@@ -9,8 +9,9 @@ subscription parsed every record committed before its cursor (the subscription A
 results endpoint: docs/benchmarks.md, "The subscription API under load").
 
 The index of a JSON Lines part reads each line's query id from the line's start, as the
-job writes it (``results.read.LEADING_FIELDS``), and parses a line that starts
-otherwise. A Parquet part's index reads its ``query`` column.
+job writes it (``results.read.LEADING_FIELDS``), a channel line's queries from its
+membership (``results.channels``: a row per member, in the members' order), and parses
+a line that starts otherwise. A Parquet part's index reads its ``query`` column.
 
 Where it runs: wherever results are read by cursor (the API process, users' code); the
 indexes of the ``MAX_PARTS`` parts read last are kept per process. Nothing is pickled.
@@ -32,13 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from xscl.errors import ResultsDirectoryError
+from xscl.results.channels import line_members, line_records
 from xscl.results.read import LEADING_FIELDS, part_records
 
 #: How many parts' indexes a process keeps (least recently read dropped first).
 MAX_PARTS = 4096
 
-#: per query: its rows and their lines' byte offsets (-1 for a Parquet part's rows)
-PartIndex = dict[str, list[tuple[int, int]]]
+#: per query: its rows, their lines' byte offsets (-1 for a Parquet part's rows) and
+#: the row's member of a channel line (-1: a plain line's record)
+PartIndex = dict[str, list[tuple[int, int, int]]]
 
 _INDEXES: OrderedDict[tuple[str, int, int], PartIndex] = OrderedDict()
 
@@ -49,20 +52,20 @@ def query_rows(file: Path, qid: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not rows:
         return
     if file.suffix == ".parquet":
-        wanted = {row for row, _offset in rows}
+        wanted = {row for row, _offset, _member in rows}
         for row, record in enumerate(part_records(file)):
             if row in wanted:
                 yield row, record
         return
     with open(file, "rb") as handle:
-        for row, offset in rows:
+        for row, offset, member in rows:
             handle.seek(offset)
             line = handle.readline()
             try:
-                yield row, json.loads(line)
-            except ValueError as exc:
+                yield row, line_records(line)[max(member, 0)]
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
                 raise ResultsDirectoryError(
-                    f"{file.name}:{row + 1} is not a JSON record: {exc}"
+                    f"{file.name} row {row} is not a JSON record: {exc}"
                 ) from exc
 
 
@@ -85,18 +88,28 @@ def _jsonl_index(file: Path) -> PartIndex:
     index: PartIndex = {}
     offset = 0
     with open(file, "rb") as handle:
-        for row, line in enumerate(handle):
+        row = 0
+        for number, line in enumerate(handle, start=1):
             found = LEADING_FIELDS.match(line)
             if found is not None and b"\\" not in found.group(1):
-                qid = found.group(1).decode("utf-8")
-            else:
-                try:
-                    qid = str(json.loads(line).get("query"))
-                except ValueError as exc:
-                    raise ResultsDirectoryError(
-                        f"{file.name}:{row + 1} is not a JSON record: {exc}"
-                    ) from exc
-            index.setdefault(qid, []).append((row, offset))
+                index.setdefault(found.group(1).decode("utf-8"), []).append((row, offset, -1))
+                row += 1
+                offset += len(line)
+                continue
+            try:
+                members = line_members(line)
+                if members is None:
+                    members = [(str(json.loads(line).get("query")), "")]
+                    positions = [-1]
+                else:
+                    positions = list(range(len(members)))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ResultsDirectoryError(
+                    f"{file.name}:{number} is not a JSON record: {exc}"
+                ) from exc
+            for (qid, _result_id), member in zip(members, positions, strict=True):
+                index.setdefault(qid, []).append((row, offset, member))
+                row += 1
             offset += len(line)
     return index
 
@@ -110,5 +123,5 @@ def _parquet_index(file: Path) -> PartIndex:
     except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors subclass these
         raise ResultsDirectoryError(f"{file.name} is not readable Parquet: {exc}") from exc
     for row, qid in enumerate(queries):
-        index.setdefault(qid, []).append((row, -1))
+        index.setdefault(qid, []).append((row, -1, -1))
     return index

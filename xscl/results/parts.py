@@ -8,9 +8,11 @@ staging file as it comes, and the file is made durable when the task's rows end.
 
 One protocol (``ResultPart``), one implementation per results format:
 
-* ``JsonLinesPart``: the lines as they are (spec section 4's interchange format);
+* ``JsonLinesPart``: the lines as they are (spec section 4's interchange format, and
+  channel lines holding many queries' records of one match: ``results.channels``);
 * ``ParquetPart``: the records as rows of ``results.parquet.RESULT_SCHEMA``,
-  a row group at a time.
+  a row group at a time; a channel line's members are rows of their own (Parquet
+  keeps one row per record; zstd over its pages removes most repeated XML).
 
 Example::
 
@@ -28,7 +30,6 @@ so a retried task leaves no orphan in the staging folder.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from xscl.connectors.document import parse_ts
+from xscl.results.channels import line_records
 from xscl.results.commit import StagedPart
 
 #: Bytes a JSON Lines part buffers before writing to its file.
@@ -45,8 +47,9 @@ WRITE_BUFFER = 1 << 20
 class ResultPart(Protocol):
     """One task's staged result file."""
 
-    def add(self, line: bytes) -> None:
-        """Append one record (a spec section 4 JSON line, newline included)."""
+    def add(self, line: bytes, records: int = 1) -> None:
+        """Append one line (newline included): a spec section 4 record, or a channel line
+        holding ``records`` records (``results.channels``)."""
 
     def close(self) -> StagedPart:
         """Make the file durable; what the driver's commit renames (no file: no rows)."""
@@ -65,13 +68,13 @@ class JsonLinesPart:
         self.rows = 0
         self._file: IO[bytes] | None = None
 
-    def add(self, line: bytes) -> None:
+    def add(self, line: bytes, records: int = 1) -> None:
         if self._file is None:
             self.staging.mkdir(parents=True, exist_ok=True)
             self.path = self.staging / f"{uuid.uuid4().hex}.jsonl"
             self._file = open(self.path, "wb", buffering=WRITE_BUFFER)  # noqa: SIM115
         self._file.write(line)
-        self.rows += 1
+        self.rows += records
 
     def close(self) -> StagedPart:
         if self._file is not None:
@@ -99,8 +102,9 @@ class ParquetPart:
         self.partition = partition
         self._staged = StagedParquet(staging)
 
-    def add(self, line: bytes) -> None:
-        self._staged.write_fields(**record_fields(json.loads(line)))
+    def add(self, line: bytes, records: int = 1) -> None:
+        for record in line_records(line):  # a row per record: a channel's members too
+            self._staged.write_fields(**record_fields(record))
 
     def close(self) -> StagedPart:
         self._staged.finish()

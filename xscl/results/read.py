@@ -19,6 +19,7 @@ from typing import Any
 
 from xscl.connectors.durable import write_atomically
 from xscl.errors import ResultsDirectoryError
+from xscl.results.channels import line_members, line_records
 from xscl.results.commit import COMMITS, epoch_chain, epoch_folder
 
 
@@ -129,8 +130,9 @@ def _jsonl_result_ids(file: Path) -> Iterator[str]:
     >>> list(_jsonl_result_ids(part))
     ['ab12', 'cd34']
 
-    A line that does not start that way (another writer's key order) is parsed
-    whole, and one that is not JSON raises ``ResultsDirectoryError`` as
+    A channel line (``results.channels``) gives its members' ids, read from its
+    membership. A line that does not start either way (another writer's key order)
+    is parsed whole, and one that is not JSON raises ``ResultsDirectoryError`` as
     ``read_results`` does.
     """
     with open(file, "rb") as handle:
@@ -140,6 +142,10 @@ def _jsonl_result_ids(file: Path) -> Iterator[str]:
                 yield leading.group(2).decode("ascii")
                 continue
             try:
+                members = line_members(line)  # a channel line: its members' ids
+                if members is not None:
+                    yield from (result_id for _query, result_id in members)
+                    continue
                 yield str(json.loads(line)["result_id"])
             except (ValueError, KeyError, TypeError) as exc:
                 raise ResultsDirectoryError(
@@ -162,7 +168,8 @@ def _readable_parquet(file: Path) -> Iterator[None]:
 
 
 def part_records(file: Path) -> Iterator[dict[str, Any]]:
-    """The records of one committed part file (JSON Lines or Parquet, by its suffix)."""
+    """The records of one committed part file (JSON Lines or Parquet, by its suffix), a
+    channel line's members each as its own record (``results.channels``), in order."""
     return _part_records(file)
 
 
@@ -173,14 +180,15 @@ def _part_records(file: Path) -> Iterator[dict[str, Any]]:
         with _readable_parquet(file):
             yield from parquet_records(file)
         return
-    with open(file, encoding="utf-8") as handle:
+    with open(file, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             try:
-                yield json.loads(line)
-            except ValueError as exc:
+                records = line_records(line)  # a channel line: a record per member
+            except (ValueError, KeyError, TypeError) as exc:
                 raise ResultsDirectoryError(
                     f"{file.name}:{number} is not a JSON record: {exc}"
                 ) from exc
+            yield from records
 
 
 def compact(path: str | Path, output: str | Path) -> int:

@@ -55,6 +55,8 @@ class ServeRequest:
     output: str | None = None
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
+    #: results of one match for many queries written once (``results.record_lines``)
+    channels: bool = True
     feed_entries: int = 200
     #: where the feeds are served (``--feed-base-url``): their ``rel="self"`` links are
     #: ``URL/<query>.atom``; None: the stable ``HOME/results/NAME/feeds`` folder
@@ -371,6 +373,7 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
         name=r.name,
         allowed_lateness=r.allowed_lateness,
         results_format=r.results_format,
+        channels=r.channels,
         feed_entries=r.feed_entries,
         feed_base_url=r.feed_base_url or folders.feeds_link.as_uri(),
         state_partitions=r.state_partitions,

@@ -54,6 +54,8 @@ class JobPlan:
     name: str
     allowed_lateness: int | None = None
     results_format: str = "jsonl"
+    #: results of one match for many queries written once (``results.record_lines``)
+    channels: bool = True
     feed_entries: int = DEFAULT_MAX_ENTRIES
     #: where the feeds are read from, their ``rel="self"`` links: ``URL/<query>.atom``
     #: (None: each feed's file where it is written)
@@ -105,7 +107,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     # in its checkpoint); the session's own setting is restored afterwards
     previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(shape.state_partitions))
-    parts = GroupParts(plan.output, plan.results_format, plan.feed_entries)
+    parts = GroupParts(plan.output, plan.results_format, plan.feed_entries, plan.channels)
     spread = plan.hot_folder is not None and shape.salts > 1
     route = RouteTask(
         plan.registry,
@@ -117,6 +119,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         plan.feed_entries,
         plan.applied,
         plan.hot_folder if spread else None,
+        plan.channels,
     )
     reader = (
         spark.readStream.format("xscl-routed")

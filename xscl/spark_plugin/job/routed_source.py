@@ -92,6 +92,8 @@ class RouteTask:
     applied: str | None = None
     #: the job's hot-values folder (None: hot values are not spread)
     hot_folder: str | None = None
+    #: results of one match for many queries written once (``GroupParts.channels``)
+    channels: bool = True
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -109,7 +111,7 @@ class RouteTask:
     def parts(self) -> GroupParts:
         from xscl.results.group_parts import GroupParts
 
-        return GroupParts(self.results, self.results_format, self.feed_entries)
+        return GroupParts(self.results, self.results_format, self.feed_entries, self.channels)
 
 
 class RoutedDataSource(SpoolDataSource):
