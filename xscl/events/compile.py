@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xscl.events.automaton import EdgeLabel, Output
 from xscl.events.ir import (
@@ -49,6 +50,7 @@ from xscl.events.ir import (
 from xscl.events.ir import Not as NotIR
 from xscl.events.network import Holding, Network
 from xscl.events.shape_memo import ShapeMemo
+from xscl.lang.cel import schema as output_schema
 from xscl.lang.cel.ast import (
     Arith,
     Attr,
@@ -73,12 +75,16 @@ from xscl.lang.cel.ast import (
     SubQuery,
     UnionExpr,
 )
-from xscl.lang.cel.schema import fold_iterated, fold_schema, next_schema
 
 __all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "to_ir"]
 
 Schema = tuple[str, ...]
 
+# output schemas are pure functions of a few schemas, recomputed for every query:
+# remembered (all arguments here are tuples)
+next_schema = lru_cache(maxsize=4096)(output_schema.next_schema)
+fold_iterated = lru_cache(maxsize=4096)(output_schema.fold_iterated)
+fold_schema = lru_cache(maxsize=4096)(output_schema.fold_schema)
 
 class Lookup:
     """What attributes resolve to where an expression is compiled (an edge map's
