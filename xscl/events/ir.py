@@ -77,26 +77,57 @@ def cached_hash(cls: type[_T]) -> type[_T]:
     return cls
 
 
-@cached_hash
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class I:  # noqa: E742 - the thesis's notation for the stored instance
-    """The i-th value of the instance at the edge's source state."""
+    """The i-th value of the instance at the edge's source state.
+
+    One object per index (``I(2) is I(2)``), so equality and hashing are the
+    object's identity, which the interpreter computes without calling Python code:
+    edge maps are tuples of dozens of slots, hashed for every edge registered.
+    """
 
     index: int
+
+    def __new__(cls, index: int) -> I:
+        return _slot(cls, _INSTANCE_SLOTS, index)
+
+    def __reduce__(self) -> tuple[type[I], tuple[int]]:
+        return I, (self.index,)
 
     def __str__(self) -> str:
         return f"I{self.index}"
 
 
-@cached_hash
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class E:
-    """The j-th value of the event read by the edge."""
+    """The j-th value of the event read by the edge; one object per index, as ``I``."""
 
     index: int
 
+    def __new__(cls, index: int) -> E:
+        return _slot(cls, _EVENT_SLOTS, index)
+
+    def __reduce__(self) -> tuple[type[E], tuple[int]]:
+        return E, (self.index,)
+
     def __str__(self) -> str:
         return f"E{self.index}"
+
+
+_S = TypeVar("_S", I, E)
+_INSTANCE_SLOTS: list[I] = []
+_EVENT_SLOTS: list[E] = []
+
+
+def _slot(cls: type[_S], slots: list[_S], index: int) -> _S:
+    """The one ``cls`` object for ``index``, made (with every smaller one) on first use."""
+    if index < 0:
+        raise ValueError(f"a slot index is not negative: {index}")
+    while len(slots) <= index:
+        slot = object.__new__(cls)
+        object.__setattr__(slot, "index", len(slots))
+        slots.append(slot)
+    return slots[index]
 
 
 @cached_hash
@@ -233,22 +264,14 @@ def intern(node: _N) -> _N:
     return found  # type: ignore[return-value]
 
 
-_INSTANCE_SLOTS: list[I] = []
-_EVENT_SLOTS: list[E] = []
-
-
 def instance_slot(index: int) -> I:
-    """``I(index)``, one shared object per index (maps repeat them across many edges)."""
-    while len(_INSTANCE_SLOTS) <= index:
-        _INSTANCE_SLOTS.append(I(len(_INSTANCE_SLOTS)))
-    return _INSTANCE_SLOTS[index]
+    """``I(index)``: one shared object per index (maps repeat them across many edges)."""
+    return _slot(I, _INSTANCE_SLOTS, index)
 
 
 def event_slot(index: int) -> E:
-    """``E(index)``, one shared object per index."""
-    while len(_EVENT_SLOTS) <= index:
-        _EVENT_SLOTS.append(E(len(_EVENT_SLOTS)))
-    return _EVENT_SLOTS[index]
+    """``E(index)``: one shared object per index."""
+    return _slot(E, _EVENT_SLOTS, index)
 
 
 #: A predicate: the conjunction of its items (empty = TRUE).
