@@ -25,8 +25,9 @@ that publishes an internal stream, which the state then reads
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xscl.events.automaton import EdgeLabel, Output
 from xscl.events.ir import (
@@ -44,9 +45,12 @@ from xscl.events.ir import (
     event_slot,
     instance_slot,
     intern,
+    text,
 )
 from xscl.events.ir import Not as NotIR
 from xscl.events.network import Holding, Network
+from xscl.events.shape_memo import ShapeMemo
+from xscl.lang.cel import schema as output_schema
 from xscl.lang.cel.ast import (
     Arith,
     Attr,
@@ -71,23 +75,59 @@ from xscl.lang.cel.ast import (
     SubQuery,
     UnionExpr,
 )
-from xscl.lang.cel.schema import fold_iterated, fold_schema, next_schema
 
-__all__ = ["QueryCompiler", "canonical", "to_ir"]
+__all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "to_ir"]
 
 Schema = tuple[str, ...]
-Lookup = Callable[[Attr], IR]
+
+# output schemas are pure functions of a few schemas, recomputed for every query:
+# remembered (all arguments here are tuples)
+next_schema = lru_cache(maxsize=4096)(output_schema.next_schema)
+fold_iterated = lru_cache(maxsize=4096)(output_schema.fold_iterated)
+fold_schema = lru_cache(maxsize=4096)(output_schema.fold_schema)
+
+class Lookup:
+    """What attributes resolve to where an expression is compiled (an edge map's
+    values), with the ``context`` id under which ``ShapeMemo`` files its comparisons."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, memo: ShapeMemo | None, key: Hashable) -> None:
+        self.context = -1 if memo is None else memo.context(key)
+
+    def __call__(self, attr: Attr) -> IR:
+        raise NotImplementedError
 
 
-def to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
+def to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool, memo: ShapeMemo | None = None) -> IR:
     """The IR of a resolved CEL expression; ``lookup`` gives each attribute's expression.
 
-    Every node is interned (``xscl.events.ir.intern``), children first.
+    Every node is interned (``xscl.events.ir.intern``), children first. With a
+    ``memo``, a comparison between attributes and constants is compiled once per
+    context, shape and literals.
     """
-    return intern(_to_ir(expr, lookup, dur_of_event))
+    if memo is not None and expr.__class__ is Compare:
+        return memo.comparison(
+            expr, lookup.context, dur_of_event, lambda: to_ir(expr, lookup, dur_of_event)
+        )
+    if expr.__class__ is Attr:
+        return lookup(expr)
+    return intern(_to_ir(expr, lookup, dur_of_event, memo))
 
 
-def _to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
+def conditions(
+    expr: Expr, lookup: Lookup, dur_of_event: bool, memo: ShapeMemo | None = None
+) -> Pred:
+    """A condition as conjuncts: its top-level ANDs split, TRUE dropped (what
+    ``canonical`` would make of its IR, without building the ANDs)."""
+    if expr.__class__ is Logic and expr.op == "AND":
+        return tuple(c for item in expr.items for c in conditions(item, lookup, dur_of_event, memo))
+    if expr.__class__ is BoolConst and expr.value is True:
+        return ()
+    return (to_ir(expr, lookup, dur_of_event, memo),)
+
+
+def _to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool, memo: ShapeMemo | None) -> IR:
     if isinstance(expr, Attr):
         return lookup(expr)
     if isinstance(expr, Const):
@@ -95,31 +135,35 @@ def _to_ir(expr: Expr, lookup: Lookup, dur_of_event: bool) -> IR:
     if isinstance(expr, BoolConst):
         return Lit(expr.value)
     if isinstance(expr, Negate):
-        return Neg(to_ir(expr.operand, lookup, dur_of_event))
+        return Neg(to_ir(expr.operand, lookup, dur_of_event, memo))
     if isinstance(expr, Arith):
         return Bin(
-            expr.op, to_ir(expr.left, lookup, dur_of_event), to_ir(expr.right, lookup, dur_of_event)
+            expr.op,
+            to_ir(expr.left, lookup, dur_of_event, memo),
+            to_ir(expr.right, lookup, dur_of_event, memo),
         )
     if isinstance(expr, Compare):
         if isinstance(expr.left, Dur):
             assert isinstance(expr.right, Duration), "validation writes DUR op Duration"
             return DurCmp(expr.op, expr.right.micros, dur_of_event)
         return Cmp(
-            expr.op, to_ir(expr.left, lookup, dur_of_event), to_ir(expr.right, lookup, dur_of_event)
+            expr.op,
+            to_ir(expr.left, lookup, dur_of_event, memo),
+            to_ir(expr.right, lookup, dur_of_event, memo),
         )
     if isinstance(expr, Logic):
-        items = tuple(to_ir(item, lookup, dur_of_event) for item in expr.items)
+        items = tuple(to_ir(item, lookup, dur_of_event, memo) for item in expr.items)
         return And(items) if expr.op == "AND" else Or(items)
     if isinstance(expr, Not):
-        return NotIR(to_ir(expr.operand, lookup, dur_of_event))
+        return NotIR(to_ir(expr.operand, lookup, dur_of_event, memo))
     if isinstance(expr, Call):
-        return Fn(expr.name, tuple(to_ir(a, lookup, dur_of_event) for a in expr.args))
+        return Fn(expr.name, tuple(to_ir(a, lookup, dur_of_event, memo) for a in expr.args))
     raise AssertionError(f"{type(expr).__name__} outside a comparison")
 
 
 def canonical(pred: Sequence[IR]) -> Pred:
     """A predicate's conjuncts, flattened, deduplicated and in a fixed order (for merging)."""
-    return tuple(sorted(conjuncts(pred), key=str))
+    return tuple(sorted(conjuncts(pred), key=text))
 
 
 @dataclass(frozen=True)
@@ -161,8 +205,10 @@ class QueryCompiler:
         new_stream: Callable[[Schema], str],
         holding: Holding,
         since: int,
+        memo: ShapeMemo | None = None,
     ) -> None:
         self.network = network
+        self.memo = memo
         self.schema_of = schema_of
         self.new_stream = new_stream
         self.holding = holding
@@ -196,7 +242,8 @@ class QueryCompiler:
         if isinstance(expr, Filter):
             inner = self._fragment(expr.input)
             return _Fragment(
-                inner.schema, tuple(_filtered(p, expr, inner.schema) for p in inner.pending)
+                inner.schema,
+                tuple(_filtered(p, expr, inner.schema, self.memo) for p in inner.pending),
             )
         if isinstance(expr, UnionExpr):
             left, right = self._fragment(expr.left), self._fragment(expr.right)
@@ -224,13 +271,13 @@ class QueryCompiler:
                 names.append(item.name or item.expr.name)  # type: ignore[union-attr]
         pending = []
         for p in fragment.pending:
-            lookup = _through(fragment.schema, p.mapping)
+            lookup = _Through(self.memo, fragment.schema, p.mapping)
             mapping: list[IR] = []
             for item in select:
                 if isinstance(item, Star):
                     mapping.extend(p.mapping)
                 else:
-                    mapping.append(to_ir(item.expr, lookup, p.from_event))
+                    mapping.append(to_ir(item.expr, lookup, p.from_event, self.memo))
             pending.append(_Pending(p.source, p.pred, tuple(mapping), p.from_event))
         return _Fragment(tuple(names), tuple(pending))
 
@@ -238,11 +285,11 @@ class QueryCompiler:
         left = self._fragment(expr.left)
         right = self._right(expr.right)
         width = len(left.schema)
-        lookup = _sides(left.schema, right, None)
+        lookup = _Sides(self.memo, left.schema, right, None)
         state = self.network.state(
             stream=right.stream,
             names=left.schema,
-            filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
+            filter_=canonical((*right.pred, *conditions(expr.pred, lookup, False, self.memo))),
             rebind=None,
             incoming=[(p.source, p.label()) for p in left.pending],  # type: ignore[misc]
             since=self.since,
@@ -268,9 +315,9 @@ class QueryCompiler:
             )
             for p in left.pending
         ]
-        lookup = _sides(left.schema, right, iterated)
-        stop = canonical((to_ir(expr.stop, lookup, False),))
-        computed = {agg.name: to_ir(agg.expr, lookup, False) for agg in expr.aggs}
+        lookup = _Sides(self.memo, left.schema, right, iterated)
+        stop = canonical(conditions(expr.stop, lookup, False, self.memo))
+        computed = {agg.name: to_ir(agg.expr, lookup, False, self.memo) for agg in expr.aggs}
         step = tuple(instance_slot(i) for i in range(first)) + tuple(
             computed[x] if x in computed else right.mapping[right.schema.index(x)] for x in iterated
         )
@@ -278,7 +325,7 @@ class QueryCompiler:
         state = self.network.state(
             stream=right.stream,
             names=schema,
-            filter_=canonical((*right.pred, to_ir(expr.pred, lookup, False))),
+            filter_=canonical((*right.pred, *conditions(expr.pred, lookup, False, self.memo))),
             rebind=EdgeLabel(stop, step, False),
             incoming=[(p.source, p.label()) for p in entering],  # type: ignore[misc]
             since=self.since,
@@ -308,8 +355,9 @@ class QueryCompiler:
             inner = self._simple(expr.input)
             if inner is None:
                 return None
-            test = to_ir(expr.pred, _through(inner.schema, inner.mapping), True)
-            return _Right(inner.stream, inner.schema, (*inner.pred, test), inner.mapping)
+            lookup = _Through(self.memo, inner.schema, inner.mapping)
+            tests = conditions(expr.pred, lookup, True, self.memo)
+            return _Right(inner.stream, inner.schema, (*inner.pred, *tests), inner.mapping)
         if isinstance(expr, SubQuery):
             inner = self._simple(expr.query.source)
             if inner is None:
@@ -323,26 +371,44 @@ class QueryCompiler:
         return None
 
 
-def _filtered(pending: _Pending, expr: Filter, schema: Schema) -> _Pending:
+def _filtered(pending: _Pending, expr: Filter, schema: Schema, memo: ShapeMemo | None) -> _Pending:
     """``pending`` with a FILTER composed onto it (its DUR is the produced event's)."""
-    test = to_ir(expr.pred, _through(schema, pending.mapping), pending.from_event)
-    return _Pending(pending.source, (*pending.pred, test), pending.mapping, pending.from_event)
+    lookup = _Through(memo, schema, pending.mapping)
+    tests = conditions(expr.pred, lookup, pending.from_event, memo)
+    return _Pending(pending.source, (*pending.pred, *tests), pending.mapping, pending.from_event)
 
 
-def _through(schema: Schema, mapping: tuple[IR, ...]) -> Lookup:
+class _Through(Lookup):
     """Attributes of a single input, each the expression an edge computes for it."""
-    return lambda attr: mapping[schema.index(attr.name)]
+
+    __slots__ = ("mapping", "schema")
+
+    def __init__(self, memo: ShapeMemo | None, schema: Schema, mapping: tuple[IR, ...]) -> None:
+        super().__init__(memo, ("through", schema, mapping))
+        self.schema = schema
+        self.mapping = mapping
+
+    def __call__(self, attr: Attr) -> IR:
+        return self.mapping[self.schema.index(attr.name)]
 
 
-def _sides(left: Schema, right: _Right, iterated: Schema | None) -> Lookup:
+class _Sides(Lookup):
     """Attributes of NEXT/FOLD predicates: $1 the instance, $2 the event, $ FOLD's last values."""
 
-    def lookup(attr: Attr) -> IR:
-        if attr.side == "2":
-            return right.mapping[right.schema.index(attr.name)]
-        if attr.side == "$":
-            assert iterated is not None
-            return instance_slot(len(left) + iterated.index(attr.name))
-        return instance_slot(left.index(attr.name))
+    __slots__ = ("iterated", "left", "right")
 
-    return lookup
+    def __init__(
+        self, memo: ShapeMemo | None, left: Schema, right: _Right, iterated: Schema | None
+    ) -> None:
+        super().__init__(memo, ("sides", left, right.schema, right.mapping, iterated))
+        self.left = left
+        self.right = right
+        self.iterated = iterated
+
+    def __call__(self, attr: Attr) -> IR:
+        if attr.side == "2":
+            return self.right.mapping[self.right.schema.index(attr.name)]
+        if attr.side == "$":
+            assert self.iterated is not None
+            return instance_slot(len(self.left) + self.iterated.index(attr.name))
+        return instance_slot(self.left.index(attr.name))

@@ -52,6 +52,7 @@ from xscl.events.instances import InstanceStore, hashed_store, scanned_store
 from xscl.events.ir import Parts
 from xscl.events.network import Holding, Network
 from xscl.events.results import Result
+from xscl.events.shape_memo import ShapeMemo
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.ast import Query
 from xscl.lang.cel.validation import Program, published_subqueries, stream_refs
@@ -71,6 +72,9 @@ class EngineConfig:
     active_states: Callable[[], ActiveStates] = IndexedActiveStates
     instance_store: Callable[[Parts], InstanceStore] = hashed_store
     edge_index: Callable[[], EdgeIndex] = IndexedEdges
+    #: not one of the thesis's: registration compiles each comparison once per shape
+    #: and literals (``xscl.events.shape_memo``); the same automata either way
+    shape_memo: bool = True
 
     @classmethod
     def without(cls, *names: str) -> EngineConfig:
@@ -133,6 +137,7 @@ class Engine:
             self._removed,
         )
         self.subscriptions: dict[str, _Subscription] = {}
+        self.memo = ShapeMemo() if self.config.shape_memo else None
         self.time: int | None = None
         self._expiry: list[tuple[int, int, State, Any]] = []
         self._sequence = itertools.count()
@@ -207,7 +212,12 @@ class Engine:
             return name
 
         compiler = QueryCompiler(
-            self.network, self.schemas.__getitem__, new_stream, subscription.holding, since
+            self.network,
+            self.schemas.__getitem__,
+            new_stream,
+            subscription.holding,
+            since,
+            self.memo,
         )
         for sub in published_subqueries(query):
             assert sub.publish is not None

@@ -52,6 +52,7 @@ __all__ = [
     "signature",
     "split",
     "substitute",
+    "text",
 ]
 
 Value = str | int | float | None
@@ -76,26 +77,57 @@ def cached_hash(cls: type[_T]) -> type[_T]:
     return cls
 
 
-@cached_hash
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class I:  # noqa: E742 - the thesis's notation for the stored instance
-    """The i-th value of the instance at the edge's source state."""
+    """The i-th value of the instance at the edge's source state.
+
+    One object per index (``I(2) is I(2)``), so equality and hashing are the
+    object's identity, which the interpreter computes without calling Python code:
+    edge maps are tuples of dozens of slots, hashed for every edge registered.
+    """
 
     index: int
+
+    def __new__(cls, index: int) -> I:
+        return _slot(cls, _INSTANCE_SLOTS, index)
+
+    def __reduce__(self) -> tuple[type[I], tuple[int]]:
+        return I, (self.index,)
 
     def __str__(self) -> str:
         return f"I{self.index}"
 
 
-@cached_hash
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class E:
-    """The j-th value of the event read by the edge."""
+    """The j-th value of the event read by the edge; one object per index, as ``I``."""
 
     index: int
 
+    def __new__(cls, index: int) -> E:
+        return _slot(cls, _EVENT_SLOTS, index)
+
+    def __reduce__(self) -> tuple[type[E], tuple[int]]:
+        return E, (self.index,)
+
     def __str__(self) -> str:
         return f"E{self.index}"
+
+
+_S = TypeVar("_S", I, E)
+_INSTANCE_SLOTS: list[I] = []
+_EVENT_SLOTS: list[E] = []
+
+
+def _slot(cls: type[_S], slots: list[_S], index: int) -> _S:
+    """The one ``cls`` object for ``index``, made (with every smaller one) on first use."""
+    if index < 0:
+        raise ValueError(f"a slot index is not negative: {index}")
+    while len(slots) <= index:
+        slot = object.__new__(cls)
+        object.__setattr__(slot, "index", len(slots))
+        slots.append(slot)
+    return slots[index]
 
 
 @cached_hash
@@ -232,22 +264,14 @@ def intern(node: _N) -> _N:
     return found  # type: ignore[return-value]
 
 
-_INSTANCE_SLOTS: list[I] = []
-_EVENT_SLOTS: list[E] = []
-
-
 def instance_slot(index: int) -> I:
-    """``I(index)``, one shared object per index (maps repeat them across many edges)."""
-    while len(_INSTANCE_SLOTS) <= index:
-        _INSTANCE_SLOTS.append(I(len(_INSTANCE_SLOTS)))
-    return _INSTANCE_SLOTS[index]
+    """``I(index)``: one shared object per index (maps repeat them across many edges)."""
+    return _slot(I, _INSTANCE_SLOTS, index)
 
 
 def event_slot(index: int) -> E:
-    """``E(index)``, one shared object per index."""
-    while len(_EVENT_SLOTS) <= index:
-        _EVENT_SLOTS.append(E(len(_EVENT_SLOTS)))
-    return _EVENT_SLOTS[index]
+    """``E(index)``: one shared object per index."""
+    return _slot(E, _EVENT_SLOTS, index)
 
 
 #: A predicate: the conjunction of its items (empty = TRUE).
@@ -371,30 +395,64 @@ def _split(pred: tuple[IR, ...]) -> Parts:
     dynamic_eq: list[tuple[int, int]] = []
     static_rest: list[IR] = []
     dynamic_rest: list[IR] = []
+    fixed: set[int] = set()
+    bound: int | None = None
     for item in conjuncts(pred):
-        eq = _equality(item)
-        if eq is not None:
-            event, other = eq
-            if (
-                isinstance(other, Lit)
-                and other.value is not None
-                and not isinstance(other.value, bool)
-                # a second constant for the same attribute stays an ordinary test
-                and all(j != event.index for j, _ in static_eq)
-            ):
-                static_eq.append((event.index, other.value))
-                continue
-            if isinstance(other, I):
-                dynamic_eq.append((event.index, other.index))
-                continue
-        (static_rest if is_static(item) else dynamic_rest).append(item)
+        role, j, other, limit = _role(item)
+        if role == _STATIC_EQ and j not in fixed:
+            # a second constant for the same attribute stays an ordinary test
+            fixed.add(j)
+            static_eq.append((j, other))
+        elif role == _DYNAMIC_EQ:
+            dynamic_eq.append((j, other))
+        elif role == _DYNAMIC:
+            dynamic_rest.append(item)
+        else:
+            static_rest.append(item)
+        if limit is not None:
+            bound = limit if bound is None else min(bound, limit)
     return Parts(
-        tuple(static_eq),
-        tuple(static_rest),
-        tuple(dynamic_eq),
-        tuple(dynamic_rest),
-        dur_upper_bound(pred),
+        tuple(static_eq), tuple(static_rest), tuple(dynamic_eq), tuple(dynamic_rest), bound
     )
+
+
+_STATIC_EQ, _DYNAMIC_EQ, _STATIC, _DYNAMIC = range(4)
+
+
+def _role(item: IR) -> tuple[int, int, Any, int | None]:
+    """What ``split`` does with one conjunct: (role, event position, constant or
+    instance position, its composite DUR bound); a pure function of the node,
+    remembered on it (thousands of edges share their interned conjuncts)."""
+    try:
+        return item.__dict__["_role"]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    role: tuple[int, int, Any, int | None]
+    eq = _equality(item)
+    if eq is not None and isinstance(eq[1], Lit) and eq[1].value is not None:
+        if not isinstance(eq[1].value, bool):
+            role = (_STATIC_EQ, eq[0].index, eq[1].value, None)
+        else:
+            role = (_STATIC, -1, None, None)
+    elif eq is not None and isinstance(eq[1], I):
+        role = (_DYNAMIC_EQ, eq[0].index, eq[1].index, None)
+    else:
+        limit = None
+        if isinstance(item, DurCmp) and not item.of_event and item.op in ("<", "<=", "="):
+            limit = item.micros - 1 if item.op == "<" else item.micros
+        role = (_STATIC if is_static(item) else _DYNAMIC, -1, None, limit)
+    object.__setattr__(item, "_role", role)
+    return role
+
+
+def text(node: IR) -> str:
+    """``str(node)``, remembered on the node (``canonical`` sorts conjuncts by it)."""
+    try:
+        return node.__dict__["_text"]  # type: ignore[no-any-return]
+    except KeyError:
+        found = str(node)
+        object.__setattr__(node, "_text", found)
+        return found
 
 
 def dur_upper_bound(pred: Sequence[IR]) -> int | None:
