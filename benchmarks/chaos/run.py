@@ -66,7 +66,12 @@ from tests.spark.served import QUERIES, example_documents  # noqa: E402
 from xscl.connectors.document import Document, envelope_line  # noqa: E402
 from xscl.connectors.spool import SpoolReader  # noqa: E402
 from xscl.reference import run_batch as reference_run_batch  # noqa: E402
-from xscl.results.read import committed_markers, read_results, visible_markers  # noqa: E402
+from xscl.results.read import (  # noqa: E402
+    committed_markers,
+    part_records,
+    read_results,
+    visible_markers,
+)
 from xscl.service.pair.file_lease import FileLease  # noqa: E402
 from xscl.service.pair.member import StandbyBoard  # noqa: E402
 
@@ -524,8 +529,8 @@ def check(pair: Pair) -> tuple[int, int]:
     seen: dict[str, int] = {}
     for folder, marker in visible_markers(pair.results):
         for part in marker["parts"]:
-            for line in (folder / part["file"]).read_text().splitlines():
-                result_id = json.loads(line)["result_id"]
+            for record in part_records(folder / part["file"]):  # channel lines decoded
+                result_id = record["result_id"]
                 seen[result_id] = seen.get(result_id, 0) + 1
     assert got <= expected, f"results the reference does not have: {sorted(got - expected)}"
     return len(expected - got), sum(1 for count in seen.values() if count > 1)

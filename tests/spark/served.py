@@ -22,6 +22,7 @@ from tests.workloads import Workload, local_records, seeded_workload
 from xscl.connectors.document import Document, envelope_line, read_envelope_file
 from xscl.connectors.spool import Spool
 from xscl.reference import run_batch as reference_run_batch
+from xscl.results.channels import line_records
 from xscl.results.commit import STAGING
 from xscl.results.read import committed_markers, read_results, visible_markers
 
@@ -130,6 +131,6 @@ def result_ids_of_parts(results: Path, key: str = "result_id") -> list[str]:
             if file.suffix == ".parquet":
                 ids.extend(pq.read_table(file, columns=[key])[key].to_pylist())
                 continue
-            text = file.read_text(encoding="utf-8")
-            ids.extend(json.loads(line)[key] for line in text.splitlines() if line)
+            text = file.read_text(encoding="utf-8")  # a channel line: one id per member
+            ids.extend(r[key] for line in text.splitlines() if line for r in line_records(line))
     return ids
