@@ -59,6 +59,16 @@ _DIGITS = 8
 
 
 @dataclass(frozen=True)
+class Subscription:
+    """One subscribed query: its query, owner, and the subscribe event that made it
+    (its history's results are under ``results/NAME/history/<event>``)."""
+
+    query: Query
+    owner: str
+    event: int
+
+
+@dataclass(frozen=True)
 class SubscriptionEvent:
     """One event of the log."""
 
@@ -160,12 +170,15 @@ class SubscriptionLog:
             self._catch_up()
             return dict(self._owners)
 
-    def subscribed_in(self, qid: str) -> int | None:
-        """The event that subscribed ``qid`` as it is now (None: not subscribed); its
-        history's results are under ``results/NAME/history/<event>``."""
+    def subscription(self, qid: str) -> Subscription | None:
+        """Subscribed query ``qid`` as it is now, its owner and the event that subscribed
+        it (None: not subscribed); no copy of the whole set (a request's lookup)."""
         with self._catching_up:
             self._catch_up()
-            return self._subscribed_in.get(qid)
+            query = self._queries.get(qid)
+            if query is None:
+                return None
+            return Subscription(query, self._owners.get(qid, ""), self._subscribed_in[qid])
 
     def _catch_up(self) -> None:
         """Apply the events written since the last call (a writer takes number N+1 only

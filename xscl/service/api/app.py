@@ -48,7 +48,12 @@ from xscl.service.api.openapi import openapi_document
 from xscl.service.api.page import page_routes
 from xscl.service.api.tokens import Client, TokenStore
 from xscl.service.namespaces import QUERY_ID, REGISTRY_ID, local_id, registry_id
-from xscl.service.subscriptions import SubscriptionEvent, SubscriptionLog, publish_readers
+from xscl.service.subscriptions import (
+    Subscription,
+    SubscriptionEvent,
+    SubscriptionLog,
+    publish_readers,
+)
 
 #: HTTP status of each code a request can be refused with.
 _STATUS = {
@@ -123,25 +128,22 @@ class _Api:
             raise ApiRequestError.from_code("XSCL-A001")
         return self.tokens.lookup(token.strip())
 
-    def owned(self, request: Request, client: Client) -> tuple[str, Query]:
-        """The registry id and query of the subscription named in the path, if the
-        client may see it (else A002)."""
+    def owned(self, request: Request, client: Client) -> tuple[str, Subscription]:
+        """The registry id and subscription named in the path, if the client may see it
+        (else A002)."""
         qid = str(request.path_params["qid"])
         if not (REGISTRY_ID if client.admin else QUERY_ID).fullmatch(qid):
             raise ApiRequestError.from_code("XSCL-A002", f"{qid[:60]!r} is not a query id")
         rid = registry_id(_namespace(client), qid)
-        owner = self.log.owners().get(rid)
-        if owner is None or not (client.admin or owner == client.name):
+        subscribed = self.log.subscription(rid)
+        if subscribed is None or not (client.admin or subscribed.owner == client.name):
             raise ApiRequestError.from_code("XSCL-A002", f"no subscription {qid!r}")
-        return rid, self.log.current()[rid]
+        return rid, subscribed
 
-    def history_root(self, rid: str) -> Path | None:
-        """The folder of the history results of subscription ``rid`` (None: no history
-        scan has committed any yet)."""
-        version = self.log.subscribed_in(rid)
-        if version is None:
-            return None
-        folder = self.results_root / "history" / str(version)
+    def history_root(self, subscribed: Subscription) -> Path | None:
+        """The folder of a subscription's history results (None: no history scan has
+        committed any yet)."""
+        folder = self.results_root / "history" / str(subscribed.event)
         return folder if folder.is_dir() else None
 
     async def body_text(self, request: Request) -> str:
@@ -254,7 +256,7 @@ class _Api:
 
         def remove() -> SubscriptionEvent:
             with self.changing:
-                rid, _query = self.owned(request, client)
+                rid, _subscribed = self.owned(request, client)
                 readers = self.readers(client, rid)
                 if readers is not None:
                     raise SubscriptionError.from_code("XSCL-S017", readers)
@@ -283,11 +285,11 @@ class _Api:
 
     async def results(self, request: Request) -> Response:
         client = self.client(request)
-        rid, _query = await run_in_threadpool(self.owned, request, client)
+        rid, subscribed = await run_in_threadpool(self.owned, request, client)
         limit = _int_param(request, "limit", 100, 1, self.limits.max_page)
         after = request.query_params.get("after")
         cursor = history_pages.decode(after, rid) if after else None
-        history = await run_in_threadpool(self.history_root, rid)
+        history = self.history_root(subscribed)
         got = await run_in_threadpool(
             history_pages.page, self.results_root, history, rid, cursor, limit
         )
@@ -297,11 +299,10 @@ class _Api:
 
     async def invoke(self, request: Request) -> Response:
         client = self.client(request)
-        rid, query = await run_in_threadpool(self.owned, request, client)
+        rid, subscribed = await run_in_threadpool(self.owned, request, client)
         now = int(time.time() * 1_000_000)
-        window = query_window(query)
-
-        history = await run_in_threadpool(self.history_root, rid)
+        window = query_window(subscribed.query)
+        history = self.history_root(subscribed)
         key = (rid, window, history)
         structures = self.windows.get(key)
         if structures is None:
@@ -324,7 +325,7 @@ class _Api:
 
     async def feed(self, request: Request) -> Response:
         client = self.client(request)
-        rid, _query = await run_in_threadpool(self.owned, request, client)
+        rid, _subscribed = await run_in_threadpool(self.owned, request, client)
         path = self.results_root / "feeds" / f"{rid}.atom"
         if not path.is_file():
             qid = request.path_params["qid"]
