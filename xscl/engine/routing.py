@@ -227,11 +227,12 @@ class Router:
             routed.rows.append(
                 GroupRow(CHAIN_GROUP, encode(stream, docid, ts, xml, routed.seq, rows))
             )
-        widths = {
-            width
-            for var, _node in rows.matches
-            for width in self.time_classes.get(var, ())
-        }
+        classes = self.time_classes
+        widths = (
+            {width for var, _node in rows.matches for width in classes.get(var, ())}
+            if classes
+            else set()
+        )
         if not table.owner_vars and not widths:
             return routed
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
