@@ -181,6 +181,7 @@ class HistoryRuns:
     def _event(self, event: SubscriptionEvent, since: int, reader: SpoolReader, end: int) -> int:
         folder = self.folder / str(event.version)
         done = _read_scans(folder)
+        recorded = json.dumps(done, sort_keys=True)
         committed = 0
         for group in groups(event):
             key = str(group.history)
@@ -201,7 +202,10 @@ class HistoryRuns:
                 if closing or self._due((event.version, key)):
                     committed += self._scan(folder, event, group, span, end, closing)
                     state.update(closed=closing, to=end)
-            _write_scans(folder, done)
+            now = json.dumps(done, sort_keys=True)
+            if now != recorded:  # a scan ran: record it (else nothing to write)
+                _write_scans(folder, now)
+                recorded = now
         if all(state["closed"] for state in done.values()):
             self.finished.add(event.version)
         return committed
@@ -232,9 +236,9 @@ def _read_scans(folder: Path) -> dict[str, dict[str, int]]:
     return data
 
 
-def _write_scans(folder: Path, done: dict[str, dict[str, int]]) -> None:
+def _write_scans(folder: Path, text: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    write_atomically(folder / SCANS_NAME, json.dumps(done, sort_keys=True).encode())
+    write_atomically(folder / SCANS_NAME, text.encode())
 
 
 def commit(folder: str | Path, records: Iterable[dict[str, Any]]) -> int:
