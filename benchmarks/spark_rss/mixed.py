@@ -170,6 +170,52 @@ def join_subscriptions(
     return out
 
 
+def chain_subscriptions(count: int, items: Sequence[Document], seed: int) -> list[str]:
+    """``count`` chain-heavy query definitions (``mN: ...``, ``benchmarks/chains``):
+    about a third keyed three-block chains (one author or one category in every block),
+    a fifth chains joined by two values (``_chain``), a fifth joins without a value
+    (``{TRUE, w}``), the rest PUBLISH pairs; the first block always filtered."""
+    rng = random.Random(seed)
+    vocabulary = Vocabulary.of(items)
+    out: list[str] = []
+    number = 0
+    while len(out) < count:
+        draw = rng.random()
+        if draw < 0.15 and len(out) + 2 <= count:
+            out.extend(_publish_pair(rng, vocabulary, number))
+            number += 2
+            continue
+        if draw < 0.55:
+            query = _keyed_chain(rng, vocabulary)
+        elif draw < 0.78:
+            query = _chain(rng, vocabulary)
+        else:
+            query = _time_join(rng, vocabulary)
+        out.append(f"m{number}: {query};")
+        number += 1
+    return out[:count]
+
+
+def _keyed_chain(rng: random.Random, vocabulary: Vocabulary) -> str:
+    """Three ``web`` items sharing one author (within a day) or one category (within 6
+    hours): a chain the job partitions by that value (docs/architecture.md, "Chains
+    keyed by a value")."""
+    leaf, window = rng.choice((("author", "1d"), ("category", "6h")))
+    return (
+        f"web/item[./{leaf}->k1]" + _filter(rng, vocabulary, "web")
+        + f" FOLLOWED BY {{k1 = k2, {window}}} web/item[./{leaf}->k2]"
+        + f" FOLLOWED BY {{k2 = k3, {window}}} web/item[./{leaf}->k3]"
+    )  # fmt: skip
+
+
+def _time_join(rng: random.Random, vocabulary: Vocabulary) -> str:
+    """A filtered ``web`` item followed within an hour by a filtered ``youth`` one."""
+    return (
+        "web/item->x" + _filter(rng, vocabulary, "web")
+        + " FOLLOWED BY {TRUE, 1h} youth/item->y" + _filter(rng, vocabulary, "youth")
+    )  # fmt: skip
+
+
 def _stream_pair(rng: random.Random) -> tuple[str, str]:
     """Both blocks' streams: mostly within ``web`` (it has most items), else across."""
     return rng.choice((("web", "web"), ("web", "web"), ("web", "youth"), ("youth", "web")))

@@ -539,7 +539,7 @@ def _workload(
     kind: str, work: Path, folders: Sequence[Path]
 ) -> tuple[Path, Callable[[Path, int], None]]:
     """A workload's spool (made once) and how to write its ``n`` subscriptions."""
-    if kind == "mixed":
+    if kind in ("mixed", "chains"):
         start = time.perf_counter()
         count = mixed.spool_mixed_items(work / "mixed")
         spool = work / "mixed" / "spool"
@@ -547,8 +547,10 @@ def _workload(
               f"{time.perf_counter() - start:.0f} s")  # fmt: skip
         items = workload.read_items(spool)
 
+        subscriptions = mixed.chain_subscriptions if kind == "chains" else mixed.mixed_subscriptions
+
         def draw_mixed(path: Path, n: int) -> None:
-            mixed.write_queries(path, mixed.mixed_subscriptions(n, items, seed=n))
+            mixed.write_queries(path, subscriptions(n, items, seed=n))
 
         return spool, draw_mixed
     spool = work / "spool"
@@ -601,11 +603,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workloads",
         nargs="+",
-        choices=("selective", "heavy", "mixed"),
+        choices=("selective", "heavy", "mixed", "chains"),
         default=["selective", "heavy", "mixed"],
         help="selective: windows of " + SELECTIVE_WINDOW + " (few results per item); heavy: "
         "windows INF (results grow with the subscriptions); mixed: what feed users write, "
-        "over two corpora (mixed.py) (default: all three)",
+        "over two corpora (mixed.py); chains: chain-heavy queries over the same items "
+        "(mixed.chain_subscriptions, benchmarks/chains) (default: the first three)",
     )
     parser.add_argument(
         "--results-format",

@@ -26,8 +26,9 @@ from xscl.service.subscriptions import SubscriptionLog
 
 QUERIES = """\
 pair: S//item->i[./a->x] JOIN {x = y, INF} S//item->j[./a->y];
-chain: S//item[./a->x] FOLLOWED BY {x = y, INF} S//item[./a->y]
+keyed: S//item[./a->x] FOLLOWED BY {x = y, INF} S//item[./a->y]
     FOLLOWED BY {y = z, INF} S//item[./a->z];
+chain: S//item[./a->x] FOLLOWED BY {x = y, INF} S//item[./a->y] FOLLOWED BY {TRUE, INF} S//item;
 """
 
 

@@ -2,8 +2,9 @@
 
 One workload holds what the value groups evaluate (two-block value joins, generated
 queries with 0-4 equalities, SELECT lists, windows 0..INF, and a join without a value
-condition, partitioned by time) and what only the chain group can (a PUBLISH chain
-read by another query, a three-block chain). Its documents arrive out of time order,
+condition, partitioned by time, and a three-block chain keyed by one value) and what
+only the chain group can (a PUBLISH chain read by another query, a three-block chain
+joined by two values). Its documents arrive out of time order,
 some re-delivered, and the job runs with an allowed lateness, so late dead letters and
 eviction happen too. The job's result set must equal ``xscl.reference``'s record for
 record:
@@ -46,6 +47,8 @@ reads_pub: P//item->k[./b->u] FOLLOWED BY {u = v, INF} S//item->m[./b->v];
 chain3: S//item->i[./a->x] FOLLOWED BY {x = y, 6s} T//item->j[./a->y][./c->z]
     JOIN {z = w, INF} S//item->k[./c->w];
 scan: S//item->i[./c->x] JOIN {TRUE, 1s} T//item->j;
+keyed3: S//item->i[./a->x] JOIN {x = y, 6s} T//item->j[./a->y]
+    FOLLOWED BY {y = z, INF} S//item->k[./a->z];
 """
 LATENESS_MICROS = 3_000_000
 #: The generated workloads' seed: another each run; XSCL_WORKLOAD_SEED=N repeats run N.
@@ -63,7 +66,8 @@ def _covers_every_shape(workload: Workload) -> bool:
     records = local_records(shaped.text, shaped.docs, LATENESS_MICROS, limit=400)
     queries = {r["query"] for r in records}
     late = reference_dead_letters(shaped.docs, LATENESS_MICROS)
-    return {"pub", "reads_pub", "chain3", "scan"} <= queries and bool(late) and len(records) <= 400
+    shapes = {"pub", "reads_pub", "chain3", "scan", "keyed3"}
+    return shapes <= queries and bool(late) and len(records) <= 400
 
 
 def _workload(seed: int) -> tuple[str, list[Document]]:

@@ -15,8 +15,14 @@ ones). The in-process engine keeps one state and places everything in ``ALL``.
   document (``time_buckets``): each document is stored in the group of its own
   bucket and probes the groups of the neighbouring ones, so each result is found in
   exactly one group, as a value join's is in its owner value's.
-* ``CHAIN``: everything else: three or more blocks, ``{TRUE, INF}`` joins, PUBLISH and
-  the queries reading published streams.
+* ``KEYED``: three or more blocks whose value equalities join every block through one
+  class of equal values (``key_class``: ``A {a = b} B {b = c} C``, the same author
+  three times). Every document of a match holds the match's key value at a node of
+  that class, so the match is owned by that value as a two-block match by its owner
+  edge's: each document is stored under it in its group, and the newest one finds
+  the others there.
+* ``CHAIN``: everything else: three or more blocks without such a class, ``{TRUE,
+  INF}`` joins, PUBLISH and the queries reading published streams.
 
 >>> from xscl.templates.canonical import Template
 >>> one = Template((), (0,), (-1,), (True,), ())
@@ -30,6 +36,10 @@ ones). The in-process engine keeps one state and places everything in ``ALL``.
 'time'
 >>> placement_of(true, reads_published=False, publishes=False, bounded=False)
 'chain'
+>>> three = Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+...                  ((0, 1), (1, 2)))
+>>> placement_of(three, reads_published=False, publishes=False)
+'keyed'
 """
 
 from __future__ import annotations
@@ -38,11 +48,12 @@ from typing import Literal
 
 from xscl.templates.canonical import Template
 
-Placement = Literal["all", "stateless", "value", "time", "chain"]
+Placement = Literal["all", "stateless", "value", "time", "keyed", "chain"]
 ALL: Placement = "all"
 STATELESS: Placement = "stateless"
 VALUE: Placement = "value"
 TIME: Placement = "time"
+KEYED: Placement = "keyed"
 CHAIN: Placement = "chain"
 
 
@@ -61,6 +72,54 @@ def owner_edge(template: Template) -> tuple[int, int] | None:
     return None
 
 
+def key_class(template: Template) -> tuple[int, ...]:
+    """The meta-variables of the first class of values (meta-variables joined by value
+    edges, directly or through others) that holds a node of every block; () if none.
+
+    >>> key_class(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    ...                    ((0, 1), (1, 2))))
+    (0, 1, 2)
+    >>> key_class(Template(("JOIN", "JOIN"), (0, 0, 1, 1, 2), (-1, 0, -1, 2, -1),
+    ...                    (True, False, True, False, True), ((1, 3), (2, 4))))
+    ()
+    """
+    root = list(range(template.size))
+
+    def find(meta: int) -> int:
+        while root[meta] != meta:
+            root[meta] = root[root[meta]]
+            meta = root[meta]
+        return meta
+
+    for a, b in template.value_edges:
+        root[find(a)] = find(b)
+    classes: dict[int, list[int]] = {}
+    for meta in range(template.size):
+        classes.setdefault(find(meta), []).append(meta)
+    every = set(range(template.block_count))
+    for members in sorted(classes.values()):
+        if len(members) > 1 and {template.blocks[m] for m in members} == every:
+            return tuple(members)
+    return ()
+
+
+def key_edge(template: Template, role: int) -> tuple[int, int]:
+    """A value edge of the key class between block ``role`` and another block: a keyed
+    plan's first probe (the new document's key node, then a stored one by its value).
+
+    >>> key_edge(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    ...                   ((0, 1), (1, 2))), 2)
+    (1, 2)
+    """
+    members = set(key_class(template))
+    blocks = template.blocks
+    for a, b in template.value_edges:
+        ends = (blocks[a], blocks[b])
+        if a in members and b in members and ends[0] != ends[1] and role in ends:
+            return (a, b)
+    raise ValueError(f"block {role} has no key edge to another block")
+
+
 def placement_of(
     template: Template, *, reads_published: bool, publishes: bool, bounded: bool = False
 ) -> Placement:
@@ -72,4 +131,6 @@ def placement_of(
         return STATELESS
     if owner_edge(template) is not None:
         return VALUE
+    if template.block_count > 2 and key_class(template):
+        return KEYED
     return TIME if template.block_count == 2 and bounded else CHAIN

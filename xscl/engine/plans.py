@@ -157,7 +157,10 @@ class RolePlan:
 
 
 def role_steps(
-    template: Template, role: int, first_probe: tuple[int, int] | None = None
+    template: Template,
+    role: int,
+    first_probe: tuple[int, int] | None = None,
+    probe_class: frozenset[int] = frozenset(),
 ) -> tuple[PlanStep, ...]:
     """The join order for ``role`` (see the module docstring).
 
@@ -165,6 +168,10 @@ def role_steps(
     probe (the new document's end placed first, then the stored end found by its
     value): the Spark job's join groups own a match by that edge's value, and a
     group can only probe the values it holds (``xscl.engine.groups``).
+    ``probe_class``: when given, every value probe goes along an edge between two of
+    these meta-variables (a keyed chain's key class, ``placements.key_class``: a
+    group holds a keyed match's documents under its key value only); the other
+    equalities are checked as filters.
 
     Greedy, most selective first: after the new document's top node, prefer
     (1) a node of a started block whose parent is placed and that has a value
@@ -233,11 +240,18 @@ def role_steps(
             place(own[0], "new_down", template.parents[own[0]])
             continue
         probes = [m for m in free if template.blocks[m] not in started and joined_to_placed(m)]
+        if probe_class:
+            probes = [
+                m
+                for m in probes
+                if m in probe_class and not probe_class.isdisjoint(joined_to_placed(m))
+            ]
         if first_probe is not None and len(started) == 1:  # only the owner edge probes first
             probes = [m for m in probes if m in first_probe and set(first_probe) & set(placed)]
         if probes:
             meta = probes[0]
-            place(meta, "value", min(joined_to_placed(meta)))
+            anchors = joined_to_placed(meta)
+            place(meta, "value", min(w for w in anchors if not probe_class or w in probe_class))
             while template.parents[meta] >= 0:
                 parent = template.parents[meta]
                 place(parent, "up", meta)

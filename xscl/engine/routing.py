@@ -15,13 +15,16 @@ Per spool record, in its partition's offset order (``Router.route``):
    owner edge, stored there under those values (``homes``) and probing them
    (``probes``); for the **time**-placed joins (``{TRUE, w}``), the same way under the
    labels of its time buckets (``time_buckets``: stored under its own bucket's, probing
-   the neighbours'); to the **chain** group, with real values and its XML, when a
-   chain-placed query reads its stream. A document with none of these goes nowhere.
+   the neighbours'); for the **keyed** chains, under the key label of each value it
+   holds at a key class's node (``key_labels``); to the **chain** group, with real
+   values and its XML, when a chain-placed query reads its stream. A document with
+   none of these goes nowhere.
 
 **Hot values**: a value the groups reported hot is spread over ``salts`` groups: a new
 document is stored under it in the group of one salt (chosen by its key) and probes
 the groups of all salts, salt 0 included, where the value's documents were stored
-before it turned hot. A busy time bucket's label is spread the same way. A value once
+before it turned hot. A busy time bucket's label is spread the same way; a key label
+never is (a keyed match needs all its documents in one group). A value once
 hot stays hot (the set only grows), so every stored document stays reachable, and
 each pair is still found in exactly one group: the one storing its older document.
 
@@ -39,9 +42,10 @@ from dataclasses import dataclass, field
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
+from xscl.engine.key_labels import key_label
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
-from xscl.engine.placements import CHAIN, STATELESS, TIME, VALUE, owner_edge
+from xscl.engine.placements import CHAIN, KEYED, STATELESS, TIME, VALUE, key_class, owner_edge
 from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
@@ -117,6 +121,9 @@ class RoutingTable:
     #: (var id, class) of each block's top node of a time-placed query: a document
     #: binding the var id is stored and probes under that class's time labels
     time_roots: frozenset[tuple[int, int]] = frozenset()
+    #: var ids of the key class of a keyed query: a document is stored under, and
+    #: probes, the key label of each value it holds at one (``key_labels``)
+    key_vars: frozenset[int] = frozenset()
 
     @classmethod
     def of(cls, subs: Subscriptions) -> RoutingTable:
@@ -137,8 +144,9 @@ class RoutingTable:
             if where == CHAIN
             for block in subs.normal[qid].blocks
         )
+        keys = {row.var_ids[meta] for row in subs.rows(KEYED) for meta in key_class(row.template)}
         stateless = any(True for _ in subs.plans(STATELESS))
-        return cls(frozenset(owners), streams, stateless, frozenset(roots))
+        return cls(frozenset(owners), streams, stateless, frozenset(roots), frozenset(keys))
 
     def time_classes(self) -> dict[int, tuple[int, ...]]:
         """The time classes of each var id at a time-placed block's top."""
@@ -233,7 +241,7 @@ class Router:
             if classes
             else set()
         )
-        if not table.owner_vars and not widths:
+        if not table.owner_vars and not widths and not table.key_vars:
             return routed
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
         values = dict(digested.values)
@@ -246,6 +254,16 @@ class Router:
                 continue
             routed_values.add(value)
             self._spread(value, stream, docid, homes, probes, home=True)
+        for var, node in digested.value_nodes:
+            value = values[node]
+            if var not in table.key_vars or not value:
+                continue
+            label = key_label(value)  # never spread: a match needs its documents together
+            if label not in routed_values:
+                routed_values.add(label)
+                bucket = value_bucket(label, self.shape.buckets)
+                homes.setdefault(bucket, []).append(label)
+                probes.setdefault(bucket, []).append(label)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):

@@ -34,7 +34,15 @@ from collections.abc import Iterable, Iterator
 
 from xscl.engine.matcher import Match
 from xscl.engine.output import QueryOutput
-from xscl.engine.placements import ALL, VALUE, Placement, owner_edge
+from xscl.engine.placements import (
+    ALL,
+    KEYED,
+    VALUE,
+    Placement,
+    key_class,
+    key_edge,
+    owner_edge,
+)
 from xscl.engine.plans import RolePlan, role_steps
 from xscl.engine.records import RecordPlan
 from xscl.engine.stage1_claims import Requirement, Stage1Claims
@@ -129,11 +137,15 @@ class Subscriptions:
         plans_of = self.plan_sets.setdefault(placement, {})
         plans = plans_of.get(template)
         if plans is None:
-            first = owner_edge(template) if placement == VALUE else None
+            key = frozenset(key_class(template)) if placement == KEYED else frozenset()
             plans = [
-                RolePlan(template, r, role_steps(template, r, first))
+                RolePlan(
+                    template, r, role_steps(template, r, _first_probe(placement, template, r), key)
+                )
                 for r in range(template.block_count)
             ]
+            if key and any(step.kind == "scan" for plan in plans for step in plan.steps):
+                raise ValueError(f"a keyed plan of {template} scans: it would miss matches")
             plans_of[template] = plans
         return plans
 
@@ -239,3 +251,14 @@ def check_publish_cycles(queries: Iterable[NormalQuery]) -> None:
     for stream in reads:
         if stream not in state:
             visit(stream)
+
+
+def _first_probe(placement: Placement, template: Template, role: int) -> tuple[int, int] | None:
+    """The value edge a role plan must probe first: the owner edge of a value-placed
+    query, the key class's edge from the new document's block of a keyed one (the join
+    groups own a match by that value and can only probe the values they hold)."""
+    if placement == VALUE:
+        return owner_edge(template)
+    if placement == KEYED:
+        return key_edge(template, role)
+    return None

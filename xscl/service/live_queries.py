@@ -10,11 +10,12 @@ All queries are registered in one ``Subscriptions`` (one Stage 1, one var-id spa
 each **placed** where a partition of the job can evaluate it
 (``xscl.engine.placements``): ``stateless`` (one block: matched where Stage 1 runs),
 ``value`` (two blocks joined by a value: the value groups), ``time`` (two blocks, no
-value between them, a finite window: the value groups, by time bucket) or ``chain``
-(the rest: the chain group). So Stage 1 runs once per document, in the task that reads it, and its
-witness rows serve every group it is routed to. A query whose placement changes when
-another query starts publishing into its stream is treated as subscribed again at
-that event.
+value between them, a finite window: the value groups, by time bucket), ``keyed``
+(three or more blocks joined through one class of values: the value groups, by key
+value) or ``chain`` (the rest: the chain group). So Stage 1 runs once per document, in
+the task that reads it, and its witness rows serve every group it is routed to. A
+query whose placement changes when another query starts publishing into its stream is
+treated as subscribed again at that event.
 
 A query's ``since`` is the first document sequence number it may match: the spool
 offset its event took effect at times ``SEQ_STRIDE`` (docs/language.md: a

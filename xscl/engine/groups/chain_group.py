@@ -1,7 +1,7 @@
 """The chain group: the chain-placed queries, with every document of their streams.
 
-Chain-placed queries (``placements.CHAIN``: three or more blocks, ``{TRUE, INF}`` joins,
-PUBLISH and the queries reading published streams) run here, in one group
+Chain-placed queries (``placements.CHAIN``: three or more blocks without a key class,
+``{TRUE, INF}`` joins, PUBLISH and the queries reading published streams) run here, in one group
 that stores every document of the streams they read, with real string values and
 XML (``codec``). Per batch the stored documents (those the eviction horizon keeps)
 form a ``JoinState``; each new document, in sequence order, is matched with the chain

@@ -32,17 +32,20 @@ Where it runs: in the Spark job's stateful step, once per group and micro-batch
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
+from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
 from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
 from xscl.engine.groups.time_joins import time_matches
+from xscl.engine.key_labels import is_key_label, key_value
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
-from xscl.engine.placements import TIME, VALUE
+from xscl.engine.placements import KEYED, TIME, VALUE
 from xscl.engine.state import DocState
-from xscl.engine.view_cache import Slice, add_to_slice
+from xscl.engine.view_cache import Slice
 
 #: Default number of documents stored under one value in one group that make it hot.
 DEFAULT_HOT_THRESHOLD = 500
@@ -67,10 +70,10 @@ class ValueGroup:
         subs = context.subscriptions
         stored = self.stored
         plans = list(subs.plans(VALUE))
+        keyed = list(subs.plans(KEYED))
         timed = list(subs.plans(TIME))
-        bounds = horizons(
-            context.allowed_lateness, _widest(subs.reach(VALUE), subs.reach(TIME)), docs
-        )
+        reach = _widest(_widest(subs.reach(VALUE), subs.reach(TIME)), subs.reach(KEYED))
+        bounds = horizons(context.allowed_lateness, reach, docs)
         if bounds is not None:
             stored.evict(bounds[0])
         cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
@@ -79,6 +82,17 @@ class ValueGroup:
 
         def state_of(entry: StoredDoc) -> DocState:
             return cache.get(entry.seq, entry.data)
+
+        def label_slice(label: str, value: str) -> Slice:
+            """The (var, node) pairs of ``value`` in the documents stored under
+            ``label`` (cached for the batch, extended as documents are stored)."""
+            part = slices.get(label)
+            if part is None:
+                part = {}
+                for position in stored.index.get(label, ()):
+                    value_slice(part, state_of(stored.docs[position]), value)
+                slices[label] = part
+            return part
 
         exact = ExactDocs(context.documents, context.records.trees)
         for doc in sorted(docs, key=lambda d: d.seq):
@@ -91,13 +105,7 @@ class ValueGroup:
             def slice_of(value: str, probes: frozenset[str] = probes) -> Slice:
                 if value not in probes:
                     return {}  # owned by the group of that value
-                part = slices.get(value)
-                if part is None:
-                    part = {}
-                    for position in stored.index.get(value, ()):
-                        _add_to_slice(part, state_of(stored.docs[position]), value)
-                    slices[value] = part
-                return part
+                return label_slice(value, value)
 
             for plan, anchor in anchors:
                 if anchor is None or probing.isdisjoint(plan.var_counts[anchor]):
@@ -108,19 +116,22 @@ class ValueGroup:
                     real = exact.match(match)
                     if real is not None:  # None: equal digests of different strings
                         yield context.records.record(real)
-            if timed:
-                for match in time_matches(timed, new, doc.probes, stored, state_of):
-                    if not subs.sees(match):
-                        continue
-                    real = exact.match(match)
-                    if real is not None:
-                        yield context.records.record(real)
+            found = chain(
+                keyed_matches(keyed, new, probes, label_slice) if keyed else (),
+                time_matches(timed, new, doc.probes, stored, state_of) if timed else (),
+            )
+            for match in found:
+                if not subs.sees(match):
+                    continue
+                real = exact.match(match)
+                if real is not None:
+                    yield context.records.record(real)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
                 stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data))
-                for value in doc.homes:
-                    part = slices.get(value)
+                for label in doc.homes:
+                    part = slices.get(label)
                     if part is not None:
-                        _add_to_slice(part, new, value)
+                        value_slice(part, new, key_value(label) if is_key_label(label) else label)
         if bounds is not None:
             stored.evict(bounds[1])
 
@@ -132,16 +143,12 @@ class ValueGroup:
 
     def hot_values(self) -> list[str]:
         threshold = self.context.hot_threshold
-        return [] if threshold is None else self.stored.hot(threshold)
+        if threshold is None:
+            return []
+        # a key label is never spread (``key_labels``): it is not reported
+        return [v for v in self.stored.hot(threshold) if not is_key_label(v)]
 
 
 def _widest(one: int | None, other: int | None) -> int | None:
     """The wider of two reaches (None: INF)."""
     return None if one is None or other is None else max(one, other)
-
-
-def _add_to_slice(part: Slice, doc: DocState, value: str) -> None:
-    """Add ``doc``'s (var, node) pairs whose value is ``value`` to a slice."""
-    for var, node, strval in doc.value_rows:
-        if strval == value:
-            add_to_slice(part, var, doc, node)
