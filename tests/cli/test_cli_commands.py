@@ -138,6 +138,18 @@ def test_explain_shows_normal_form_and_sharing(capsys: pytest.CaptureFixture[str
     assert "Q1.x2" in out and "Q2.x2" in out
 
 
+def test_explain_says_where_the_job_evaluates_each_query(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explain", str(EXAMPLES / "rss" / "queries.xscl")]) == 0
+    where = capsys.readouterr().out.split("Where `xscl serve` evaluates each query")[1]
+    lines = dict(line.strip().split(": ", 1) for line in where.splitlines()[1:] if line.strip())
+    assert lines["advisory_coverage"] == "the value groups, partitioned by the value of cve = term"
+    assert lines["busy_author"].startswith("the chain group: one partition")
+    assert lines["busy_author"].endswith("because it PUBLISHes busy_authors")
+    assert lines["busy_then_release"].endswith("because it reads a PUBLISHed stream")
+
+
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     args = ["run", "--queries", str(EXAMPLES / "thesis" / "queries.xscl"),
             "--output", str(tmp_path / "o.jsonl")]

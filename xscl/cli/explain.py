@@ -9,6 +9,7 @@ import sys
 
 from xscl.cli.common import cannot_read, load_queries, print_errors
 from xscl.cli.job_args import DEFAULT_NAME
+from xscl.engine.placement_report import placement_report
 from xscl.errors import XsclSyntaxError
 from xscl.lang.explain import explain
 
@@ -25,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "pattern variables with their canonical definitions, equalities, windows); "
             "then the variables shared between queries (computed and stored once); then "
             "the query templates (graph minors of the join graphs), each with its "
-            "conjunctive query in Datalog and SQL and the queries it evaluates. "
+            "conjunctive query in Datalog and SQL and the queries it evaluates; then where "
+            "'xscl serve' evaluates each query (partitioned by a value or by time, or in "
+            "its one chain group, and why). "
             "With --sharing, print the sharing groups instead: queries are in one group "
             "when they share a template, a Stage-1 definition or a PUBLISHed stream, "
             "directly or through others (connected components). Of FILE in this process, "
@@ -87,4 +90,6 @@ def run(args: argparse.Namespace) -> int:
         pass
     else:
         print(explain_templates(list(loaded.queries)))
+    print()
+    print(placement_report(list(loaded.queries)))
     return 0 if not loaded.errors else 2

@@ -1,0 +1,90 @@
+"""Where ``xscl serve`` evaluates each query of a file, in words (``xscl explain``).
+
+The placement (``placements``) decides whether a query's work spreads over the job's
+partitions or runs in its one chain group; a user writing a chain wants to know which
+before subscribing thousands of them.
+
+>>> from xscl.lang.parser import parse_queries
+>>> text = '''
+... one: S//item[./a = 'x'];
+... pair: S//item[./a->x] JOIN {x = y, 1h} T//item[./a->y];
+... three: S//item[./a->x] FOLLOWED BY {x = y, 1d} S//item[./a->y]
+...        FOLLOWED BY {y = z, 1d} S//item[./a->z];
+... '''
+>>> print(placement_report(parse_queries(text)))
+Where `xscl serve` evaluates each query (docs/architecture.md, "The join state partitioned"):
+  one: where Stage 1 runs, with no join state (one block)
+  pair: the value groups, partitioned by the value of x = y
+  three: the value groups, partitioned by the value of x = y = z (a keyed chain)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xscl.engine.placements import (
+    CHAIN,
+    KEYED,
+    STATELESS,
+    TIME,
+    VALUE,
+    key_class,
+    owner_edge,
+    placement_of,
+)
+from xscl.lang.ast import Query
+from xscl.templates.assign import TemplateAssignment
+from xscl.templates.shapes import ShapeMemo
+
+_CHAIN_WHY = (
+    "the chain group: one partition holding every document of its streams "
+    '(docs/architecture.md, "The chain group")'
+)
+
+
+def placement_report(queries: Sequence[Query]) -> str:
+    """One line per query: where the Spark job evaluates it, and why."""
+    shapes = ShapeMemo()
+    published = {q.publish for q in queries if q.publish is not None}
+    lines = [
+        "Where `xscl serve` evaluates each query "
+        '(docs/architecture.md, "The join state partitioned"):'
+    ]
+    for query in queries:
+        normal = shapes.normal(query)
+        assignment = shapes.assignment(normal)
+        reads = any(block.stream in published for block in query.blocks)
+        where = placement_of(
+            assignment.template,
+            reads_published=reads,
+            publishes=query.publish is not None,
+            bounded=all(op.window_micros is not None for op in normal.ops),
+        )
+        lines.append(f"  {query.qid}: {_why(where, assignment, query, reads)}")
+    return "\n".join(lines)
+
+
+def _why(where: str, assignment: TemplateAssignment, query: Query, reads: bool) -> str:
+    template, names = assignment.template, assignment.names
+    if where == STATELESS:
+        return "where Stage 1 runs, with no join state (one block)"
+    if where == VALUE:
+        edge = owner_edge(template)
+        assert edge is not None
+        return f"the value groups, partitioned by the value of {names[edge[0]]} = {names[edge[1]]}"
+    if where == TIME:
+        return "the value groups, partitioned by time buckets of its window"
+    if where == KEYED:
+        key = " = ".join(names[m] for m in key_class(template))
+        return f"the value groups, partitioned by the value of {key} (a keyed chain)"
+    assert where == CHAIN
+    if query.publish is not None:
+        return f"{_CHAIN_WHY}, because it PUBLISHes {query.publish}"
+    if reads:
+        return f"{_CHAIN_WHY}, because it reads a PUBLISHed stream"
+    if template.block_count == 2:
+        return f"{_CHAIN_WHY}, because its join has no value condition and an INF window"
+    return (
+        f"{_CHAIN_WHY}, because no class of equal values joins all its "
+        f"{template.block_count} blocks"
+    )
