@@ -42,6 +42,7 @@ __all__ = [
     "RoutedDoc",
     "horizons",
     "kind_of",
+    "lateness_bases",
     "spool_offset",
 ]
 
@@ -96,6 +97,20 @@ class GroupContext:
     group: int = 0
 
 
+def lateness_bases(lateness: int | None, docs: Sequence[RoutedDoc]) -> tuple[int, int] | None:
+    """The earliest timestamp a later document may have, before matching the batch and
+    after it: the smallest and the largest newest timestamp of the batch's documents,
+    less ``lateness`` (None: no lateness, keep everything). ``horizons`` subtracts a
+    reach from both.
+
+    >>> lateness_bases(10, [RoutedDoc(1, 100, (), (), b""), RoutedDoc(2, 120, (), (), b"")])
+    (90, 110)
+    """
+    if lateness is None or not docs:
+        return None
+    return min(d.newest for d in docs) - lateness, max(d.newest for d in docs) - lateness
+
+
 def horizons(
     lateness: int | None, reach: int | None, docs: Sequence[RoutedDoc]
 ) -> tuple[int, int] | None:
@@ -110,7 +125,7 @@ def horizons(
     >>> horizons(10, 5, [RoutedDoc(1, 100, (), (), b""), RoutedDoc(2, 120, (), (), b"")])
     (85, 105)
     """
-    if lateness is None or reach is None or not docs:
+    bases = lateness_bases(lateness, docs)
+    if bases is None or reach is None:
         return None
-    bound = lateness + reach
-    return min(d.newest for d in docs) - bound, max(d.newest for d in docs) - bound
+    return bases[0] - reach, bases[1] - reach

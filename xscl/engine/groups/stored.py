@@ -3,7 +3,10 @@ stored under.
 
 Each entry is a document's sequence number, timestamp, the values it is stored under
 in this group (``homes``; empty in the chain group, which keeps every document of its
-streams) and its bytes (``codec``), decoded only when a batch needs it. The snapshot
+streams), its bytes (``codec``), decoded only when a batch needs it, and its
+**reach**: the widest window within which a document arriving later can still join it
+(``partner_reach``), so that a document only ever joined by earlier ones is dropped
+as soon as lateness allows. The snapshot
 is one ``marshal``-ed list: a group's state is read and written whole once per batch
 (one blob per group was faster than one state call per value, docs/benchmarks.md).
 Each snapshot starts with a fresh random ``token`` (``TOKEN_BYTES``): a worker that
@@ -15,6 +18,9 @@ included, is read from its bytes.
 >>> docs.add(StoredDoc(5, 10, ("v",), b"x")); docs.add(StoredDoc(9, 30, ("v", "w"), b"y"))
 >>> docs.index["v"], docs.hot(1), docs.evict(20), docs.index["v"]
 ([0, 1], ['v'], 1, [0])
+>>> docs.add(StoredDoc(12, 31, ("v",), b"z", 0)); docs.add(StoredDoc(14, 32, ("w",), b"q", 9))
+>>> docs.evict_partners(36, 5), [d.seq for d in docs.docs]  # kept: ts >= 36 - its reach
+(2, [14])
 >>> snapshot = docs.snapshot()
 >>> StoredDocs.load(snapshot).docs == docs.docs, token_of(snapshot) == docs.token
 (True, True)
@@ -27,8 +33,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
-#: The snapshot's layout version (a snapshot of another layout is refused).
-SNAPSHOT_VERSION = 3
+#: The snapshot's layout version (a snapshot of another layout is refused; layout 3,
+#: entries without a reach, is read with the group's reach for each).
+SNAPSHOT_VERSION = 4
+#: A stored document's reach when it was stored without one: the group's applies.
+GROUP_REACH = -1
 #: Bytes of the random token a snapshot starts with.
 TOKEN_BYTES = 16
 Live = TypeVar("Live")
@@ -46,6 +55,8 @@ class StoredDoc(NamedTuple):
     ts: int
     homes: tuple[str, ...]
     data: bytes
+    #: ``partner_reach`` (None: INF; ``GROUP_REACH``: the group's)
+    reach: int | None = GROUP_REACH
 
 
 @dataclass
@@ -62,12 +73,12 @@ class StoredDocs:
         if snapshot is None:
             return cls()
         version, entries = marshal.loads(snapshot[TOKEN_BYTES:])
-        if version != SNAPSHOT_VERSION:
+        if version not in (3, SNAPSHOT_VERSION):
             raise ValueError(
                 f"join state snapshot of layout {version}, this xscl reads layout "
                 f"{SNAPSHOT_VERSION}: start the job under a new --name"
             )
-        stored = cls([StoredDoc(seq, ts, tuple(homes), data) for seq, ts, homes, data in entries])
+        stored = cls([StoredDoc(e[0], e[1], tuple(e[2]), *e[3:]) for e in entries])
         stored.reindex()
         stored.token = token_of(snapshot)
         return stored
@@ -97,7 +108,21 @@ class StoredDocs:
 
     def evict(self, horizon: int) -> int:
         """Drop documents older than ``horizon``; how many."""
-        kept = [d for d in self.docs if d.ts >= horizon]
+        return self._keep([d for d in self.docs if d.ts >= horizon])
+
+    def evict_partners(self, base: int, reach: int | None) -> int:
+        """Drop the documents no later document can join any more: older than ``base``
+        (the newest timestamp a later document may have, less the allowed lateness)
+        by more than their reach (``reach``, the group's, for those stored without one;
+        None: INF); how many."""
+        kept = []
+        for doc in self.docs:
+            own = reach if doc.reach == GROUP_REACH else doc.reach
+            if own is None or doc.ts >= base - own:
+                kept.append(doc)
+        return self._keep(kept)
+
+    def _keep(self, kept: list[StoredDoc]) -> int:
         dropped = len(self.docs) - len(kept)
         if dropped:
             self.docs = kept

@@ -37,8 +37,9 @@ from itertools import chain
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
-from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
-from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
+from xscl.engine.groups.partner_reach import partner_reach, partner_reaches
+from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
+from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
 from xscl.engine.groups.time_joins import time_matches
 from xscl.engine.key_labels import is_key_label, key_value
 from xscl.engine.matcher import match_document
@@ -73,9 +74,10 @@ class ValueGroup:
         keyed = list(subs.plans(KEYED))
         timed = list(subs.plans(TIME))
         reach = _widest(_widest(subs.reach(VALUE), subs.reach(TIME)), subs.reach(KEYED))
-        bounds = horizons(context.allowed_lateness, reach, docs)
-        if bounds is not None:
-            stored.evict(bounds[0])
+        bases = lateness_bases(context.allowed_lateness, docs)
+        if bases is not None:
+            stored.evict_partners(bases[0], reach)
+        reaches = partner_reaches([*plans, *keyed, *timed]) if bases is not None else {}
         cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
         slices: dict[str, Slice] = {}
         anchors = [(plan, plan.probe_anchor()) for plan in plans]
@@ -127,13 +129,16 @@ class ValueGroup:
                 if real is not None:
                     yield context.records.record(real)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
-                stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data))
+                # without lateness nothing is evicted: the group's reach, should a later
+                # run of the job allow lateness
+                kept = partner_reach(reaches, new.nodes) if bases is not None else GROUP_REACH
+                stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data, kept))
                 for label in doc.homes:
                     part = slices.get(label)
                     if part is not None:
                         value_slice(part, new, key_value(label) if is_key_label(label) else label)
-        if bounds is not None:
-            stored.evict(bounds[1])
+        if bases is not None:
+            stored.evict_partners(bases[1], reach)
 
     def snapshot(self) -> bytes | None:
         data = self.stored.snapshot()
