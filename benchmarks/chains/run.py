@@ -18,22 +18,32 @@ checkout (so every checkout gets the same queries and items) with ``PYTHONPATH``
 that checkout, in a fresh process per measurement, and its table is printed under the
 checkout's name: the job's CPU over every process of its tree and wall time, the
 local engine's on the same items (COST), items/s, p50/p95 batch time, the slowest
-join task over the mean, and the result counts of both engines (they must agree).
+join task over the mean, the state's bytes at the end, and the result counts of both
+engines (they must agree). The job runs with ``--allowed-lateness`` (default 1h): the
+items arrive in event-time order, so it decides what the job evicts, not its results.
 Measure with nothing else running on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 SPARK_RSS = REPO / "benchmarks" / "spark_rss" / "run.py"
+#: a measurement as ``spark_rss/run.py`` prints it
+RUN_LINE = re.compile(
+    r"^  chains (?P<n>\d+)(?: batch \d+)?: (?P<engine>local|spark) [^{]*(?P<json>\{.*\})$"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,11 +62,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch", type=int, nargs="+", default=[500], help="max records per micro-batch"
     )
+    parser.add_argument(
+        "--allowed-lateness",
+        default="1h",
+        help="the job's --allowed-lateness (default %(default)s; the items arrive in "
+        "event-time order, so it changes what the job evicts, not its results)",
+    )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir)")
     args = parser.parse_args(argv)
     checkouts = [c.split("=", 1) for c in args.checkout] or [["this", str(REPO)]]
     work = Path(args.work or tempfile.mkdtemp(prefix="xscl-chains-"))
     failures = 0
+    rows: list[dict[str, Any]] = []
     for name, path in checkouts:
         root = Path(path).resolve()
         if not (root / "xscl").is_dir():
@@ -71,11 +88,68 @@ def main(argv: list[str] | None = None) -> int:
             sys.executable, str(SPARK_RSS), "--workloads", "chains",
             "--counts", *map(str, args.counts), "--master", *args.master,
             "--batch", *map(str, args.batch), "--work", str(work / name), "--keep",
+            "--job-args", f"--allowed-lateness {args.allowed_lateness}",
         ]  # fmt: skip
         env = dict(os.environ, PYTHONPATH=str(root))
-        done = subprocess.run(command, env=env, check=False)
+        done = subprocess.run(command, env=env, check=False, stdout=subprocess.PIPE, text=True)
+        print(done.stdout, end="", flush=True)
         failures += done.returncode != 0
+        rows.extend(measured(name, done.stdout))
+    print_table(rows)
     return 1 if failures else 0
+
+
+def measured(checkout: str, output: str) -> Iterator[dict[str, Any]]:
+    """The runs ``spark_rss/run.py`` printed (one JSON object per line), by checkout."""
+    local: dict[str, Any] = {}
+    for line in output.splitlines():
+        found = RUN_LINE.match(line)
+        if found is None:
+            continue
+        run = json.loads(found["json"])
+        if found["engine"] == "local":
+            local = run
+        else:
+            yield {"checkout": checkout, "n": int(found["n"]), "spark": run, "local": local}
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """The runs side by side: CPU of the job's whole process tree, rates, batch times,
+    the slowest join task over the mean, the state's bytes, the result counts."""
+    head = (
+        f"{'checkout':>10} | {'subs':>5} | {'master':>23} | {'job CPU':>8} | {'wall':>7} | "
+        f"{'it/s':>5} | {'steady it/s':>11} | {'p50 batch':>9} | {'p95 batch':>9} | "
+        f"{'task max/mean':>13} | {'state MiB':>9} | {'ckpt MiB':>8} | {'local CPU':>9} | "
+        f"{'results spark/local':>19}"
+    )
+    print()
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        spark, local = row["spark"], row["local"]
+        if "error" in spark:
+            print(f"{row['checkout']:>10} | {row['n']:>5} | {spark['error']}")
+            continue
+        steady = spark["steady_items"] / spark["steady_s"] if spark["steady_s"] else 0.0
+        p50, p95 = (f"{(v or 0) / 1000:.2f} s" for v in (spark["p50_ms"], spark["p95_ms"]))
+        skew = spark["task_skew_p50"], spark["task_skew_max"]
+        skew_cell = "-" if skew[0] is None else f"{skew[0]:.2f}/{skew[1]:.2f}"
+        print(
+            f"{row['checkout']:>10} | {row['n']:>5} | {spark['master']:>23} | "
+            f"{spark['tree_cpu_s']:>6.1f} s | {spark['wall']:>5.1f} s | "
+            f"{spark['documents'] / spark['seconds']:>5.0f} | {steady:>11.0f} | {p50:>9} | "
+            f"{p95:>9} | {skew_cell:>13} | {spark['state_bytes'] / 2**20:>9.1f} | "
+            f"{spark['checkpoint_bytes'] / 2**20:>8.1f} | "
+            f"{local.get('total_cpu_s', 0):>7.1f} s | "
+            f"{str(spark['results']) + '/' + str(local.get('results', '-')):>19}"
+        )
+    load = os.getloadavg()
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; job CPU: every process of "
+        "the Spark job; state MiB: the state store's memory at the last batch (Spark's "
+        "memoryUsedBytes); ckpt MiB: the checkpoint folder at the end (every state version "
+        "Spark keeps); local CPU: --engine local in one process on the same items"
+    )
 
 
 if __name__ == "__main__":

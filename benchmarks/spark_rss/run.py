@@ -500,7 +500,7 @@ def bench(args: argparse.Namespace) -> int:
                         spark = run_worker(
                             ["--measure", "spark", *common, "--home", str(home),
                              "--batch", str(batch), "--master", master,
-                             "--results-format", fmt],
+                             "--results-format", fmt, "--job-args", args.job_args],
                             work / f"spark-{tag}-{fmt}.log",
                         )  # fmt: skip
                         print(f"  {kind} {n} batch {batch}: spark ({master}, {fmt}) "
@@ -627,7 +627,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--spool", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
-    parser.add_argument("--job-args", default="", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--job-args",
+        default="",
+        help="more 'xscl serve' options for every Spark run, one string "
+        "(e.g. '--allowed-lateness 1h')",
+    )
     args = parser.parse_args(argv)
     return worker(args) if args.measure else bench(args)
 
