@@ -1,5 +1,5 @@
 """A document that can only be the newest of its matches is dropped once the allowed
-lateness has passed it (``groups.partner_reach``; Babu ch. 6, k-Mon), however wide
+lateness has passed it (``engine.partner_reach``; Babu ch. 6, k-Mon), however wide
 the window, and no result is lost: through the job's executor functions without Spark
 (``test_spark_job_groups.run_job``) against ``xscl.reference``, and in a value group in
 process, where the state is looked at.

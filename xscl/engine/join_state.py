@@ -36,11 +36,14 @@ class JoinState:
         self.cache = ViewCache(enabled=view_cache, max_rows=view_cache_max_rows)
         self._by_ts: list[tuple[int, int, tuple[str, str]]] = []
 
-    def store(self, doc: DocState) -> None:
-        """Add a matched document to the state and the cached slices."""
+    def store(self, doc: DocState, reach: int | None = 0) -> None:
+        """Add a matched document to the state and the cached slices; ``reach``: how much
+        older than ``evict``'s horizon it may be and still be kept (None: always kept;
+        ``partner_reach``)."""
         self.docs[doc.key] = doc
         self.cache.add(doc)
-        heapq.heappush(self._by_ts, (doc.ts, doc.seq, doc.key))
+        if reach is not None:
+            heapq.heappush(self._by_ts, (doc.ts + reach, doc.seq, doc.key))
 
     def matches(self, plans: Iterable[RolePlan], doc: DocState) -> list[Match]:
         """Every match of ``plans`` with ``doc`` in the plan's role, against the state."""
@@ -63,7 +66,7 @@ class JoinState:
         return found
 
     def evict(self, horizon: int) -> int:
-        """Drop the documents older than ``horizon``; how many."""
+        """Drop the documents older than ``horizon`` by more than their reach; how many."""
         evicted = []
         while self._by_ts and self._by_ts[0][0] < horizon:
             _, _, key = heapq.heappop(self._by_ts)

@@ -34,6 +34,7 @@ from typing import Any
 from xscl.engine.join_state import JoinState
 from xscl.engine.matcher import Match
 from xscl.engine.output import DocumentTrees, QueryOutput, ResultRecord
+from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions, check_publish_cycles
@@ -103,6 +104,8 @@ class LocalEngine:
         self.seen: set[tuple[str, str]] = set()
         self.emitted: set[str] = set()
         self._emitted_by_end: list[tuple[int, str]] = []
+        #: (registry version, var id -> reach) of ``partner_reaches``
+        self._reaches: tuple[int, dict[int, int | None]] | None = None
         self.stats = EngineStats()
         self.max_ts: int | None = None
         self._seq = 0
@@ -252,7 +255,7 @@ class LocalEngine:
                     heapq.heappush(self._emitted_by_end, (record.end_micros, record.result_id))
                 fresh.append(record)
         self.stats.results += len(fresh)
-        self.state.store(doc)
+        self.state.store(doc, self._partner_reach(doc))
         if not derived:
             self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
         self._evict()
@@ -269,15 +272,30 @@ class LocalEngine:
         return self.records.record(match)
 
     # --------------------------------------------------------------- eviction
+    def _partner_reach(self, doc: DocState) -> int | None:
+        """How long ``doc`` stays joinable by later documents (``partner_reach``:
+        0 for one that can only be the newest of its matches; None: INF)."""
+        if self.allowed_lateness is None:
+            return 0  # nothing is evicted
+        reaches = self._reaches
+        if reaches is None or reaches[0] != self.subscriptions.version:
+            reaches = (
+                self.subscriptions.version,
+                partner_reaches(self.subscriptions.plans()),
+            )
+            self._reaches = reaches
+        return partner_reach(reaches[1], doc.nodes)
+
     def _evict(self) -> None:
-        """Drop documents no query window can reach from the watermark any more."""
+        """Drop documents no later document can join any more (each by its reach)."""
         if self.allowed_lateness is None or self.max_ts is None:
             return
+        base = self.max_ts - self.allowed_lateness
+        self.stats.evicted += self.state.evict(base)
         reach = self.reach()
         if reach is None:
             return
-        horizon = self.max_ts - self.allowed_lateness - reach
-        self.stats.evicted += self.state.evict(horizon)
         # a result whose last document is past the horizon can never be produced again
+        horizon = base - reach
         while self._emitted_by_end and self._emitted_by_end[0][0] < horizon:
             self.emitted.discard(heapq.heappop(self._emitted_by_end)[1])

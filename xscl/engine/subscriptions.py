@@ -80,6 +80,9 @@ class Subscriptions:
         self._record_plans: dict[str, RecordPlan] = {}
         #: normal forms and template assignments, computed once per query shape
         self.shapes = shapes if shapes is not None else ShapeMemo()
+        #: grows at every query added or removed (what is derived from the plans is
+        #: recomputed when it changes)
+        self.version = 0
 
     # ---------------------------------------------------------------- registry
     def normalized(self, query: Query | NormalQuery) -> NormalQuery:
@@ -131,6 +134,7 @@ class Subscriptions:
             self.publish[normal.qid] = normal.query.publish
         if since is not None:
             self.since[normal.qid] = since
+        self.version += 1
         return row
 
     def _role_plans(self, placement: Placement, template: Template) -> list[RolePlan]:
@@ -175,6 +179,7 @@ class Subscriptions:
         self.publish.pop(qid, None)
         self.since.pop(qid, None)
         self.claims.pop(qid).release()
+        self.version += 1
         return True
 
     # ------------------------------------------------------------ what to match

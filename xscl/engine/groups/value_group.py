@@ -37,13 +37,13 @@ from itertools import chain
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
-from xscl.engine.groups.partner_reach import partner_reach, partner_reaches
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
 from xscl.engine.groups.time_joins import time_matches
 from xscl.engine.key_labels import is_key_label, key_value
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
+from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.placements import KEYED, TIME, VALUE
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice

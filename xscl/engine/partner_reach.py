@@ -1,5 +1,9 @@
 """How long a stored document can still be joined by a document arriving later.
 
+Where it runs: where documents are stored, once per document: the job's value groups
+(``groups.value_group``) and the in-process engine (``local``); ``partner_reaches``
+once per batch, or per registry change.
+
 A group keeps a document while a later-arriving document can still join it. A later
 document ``n`` is not late, so ``n.ts >= newest - lateness`` (``newest``: what the
 spool had delivered before it, only growing). A document stored in block ``r`` of a
