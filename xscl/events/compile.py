@@ -21,11 +21,16 @@ The right operand of NEXT and FOLD must be a stream under FILTER/SELECT; any
 other (``A NEXT (B NEXT C)``, a UNION) is compiled as an automaton of its own
 that publishes an internal stream, which the state then reads
 (**resubscription**, needed by the Separation Theorem 3).
+
+Channels (``xscl.events.channels``, thesis 5.4.4): a stream the compiler is told
+to read through its channel (``encoded``: stream -> channel key) starts from the
+channel's start state; ``first_inputs`` says which streams of a query are read
+that way (every stream a start state is asked for: not simple right operands).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,7 +81,7 @@ from xscl.lang.cel.ast import (
     UnionExpr,
 )
 
-__all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "to_ir"]
+__all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "first_inputs", "to_ir"]
 
 Schema = tuple[str, ...]
 
@@ -206,9 +211,11 @@ class QueryCompiler:
         holding: Holding,
         since: int,
         memo: ShapeMemo | None = None,
+        encoded: Mapping[str, str] | None = None,
     ) -> None:
         self.network = network
         self.memo = memo
+        self.encoded = encoded or {}
         self.schema_of = schema_of
         self.new_stream = new_stream
         self.holding = holding
@@ -234,7 +241,7 @@ class QueryCompiler:
     def _fragment(self, expr: StreamExpr) -> _Fragment:
         if isinstance(expr, StreamRef):
             schema = self.schema_of(expr.name)
-            start = self.network.start(expr.name)
+            start = self.network.start(self.encoded.get(expr.name, expr.name))
             identity = tuple(event_slot(j) for j in range(len(schema)))
             return _Fragment(schema, (_Pending(start, (), identity, True),))
         if isinstance(expr, SubQuery):
@@ -342,7 +349,15 @@ class QueryCompiler:
             return simple
         fragment = self._fragment(expr)
         stream = self.new_stream(fragment.schema)
-        self._end(fragment, Output(None, stream, self.since, report=False, names=fragment.schema))
+        internal = Output(
+            None,
+            stream,
+            self.since,
+            report=False,
+            names=fragment.schema,
+            members=self.holding.mask,
+        )
+        self._end(fragment, internal)
         width = len(fragment.schema)
         return _Right(stream, fragment.schema, (), tuple(event_slot(j) for j in range(width)))
 
@@ -369,6 +384,34 @@ class QueryCompiler:
             (pending,) = selected.pending
             return _Right(inner.stream, selected.schema, inner.pred, pending.mapping)
         return None
+
+
+def first_inputs(expr: StreamExpr) -> set[str]:
+    """The streams ``QueryCompiler`` starts automata from in ``expr``: every stream
+    reference except those of simple right operands of NEXT/FOLD (a stream under
+    FILTERs and SELECTs), which states read instead."""
+    if isinstance(expr, StreamRef):
+        return {expr.name}
+    if isinstance(expr, SubQuery):
+        return first_inputs(expr.query.source)
+    if isinstance(expr, Filter):
+        return first_inputs(expr.input)
+    if isinstance(expr, UnionExpr):
+        return first_inputs(expr.left) | first_inputs(expr.right)
+    assert isinstance(expr, Next | Fold)
+    right = set() if _is_simple(expr.right) else first_inputs(expr.right)
+    return first_inputs(expr.left) | right
+
+
+def _is_simple(expr: StreamExpr) -> bool:
+    """Whether ``QueryCompiler._simple`` reads ``expr`` as a state's input stream."""
+    if isinstance(expr, StreamRef):
+        return True
+    if isinstance(expr, Filter):
+        return _is_simple(expr.input)
+    if isinstance(expr, SubQuery):
+        return _is_simple(expr.query.source)
+    return False
 
 
 def _filtered(pending: _Pending, expr: Filter, schema: Schema, memo: ShapeMemo | None) -> _Pending:
