@@ -59,7 +59,7 @@ from xscl.events.envelope import Event
 from xscl.events.instances import InstanceStore, hashed_store, scanned_store
 from xscl.events.ir import Parts
 from xscl.events.network import Holding, Network
-from xscl.events.results import Result
+from xscl.events.results import Result, ResultChannel
 from xscl.events.shape_memo import ShapeMemo
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.ast import Query
@@ -111,13 +111,15 @@ class _Subscription:
 class _Epoch:
     """What one epoch collects: new and consumed instances, outputs, events to process."""
 
-    __slots__ = ("consumed", "emitted", "pending", "queue", "results", "time")
+    __slots__ = ("channels", "consumed", "emitted", "pending", "queue", "results", "time")
 
-    def __init__(self, time: int) -> None:
+    def __init__(self, time: int, channels: bool = False) -> None:
         self.time = time
         self.pending: dict[State, list[Any]] = {}
         self.consumed: dict[State, list[Any]] = {}
         self.results: set[Result] = set()
+        #: with result channels: one tuple per end state reached and output schema
+        self.channels: list[ResultChannel] | None = [] if channels else None
         self.emitted: set[tuple[str, tuple[Any, ...], int]] = set()
         #: (stream or channel key, event, membership: ALL for a plain event)
         self.queue: deque[tuple[str, tuple[tuple[Any, ...], int, int], int]] = deque()
@@ -339,10 +341,25 @@ class Engine:
         Events of member streams of one channel with the same values and start (a
         ``ChannelEvent``'s streams, or equal events) are one channel tuple.
         """
+        return self._process(_Epoch(time), events).results
+
+    def process_epoch_channels(
+        self, time: int, events: Iterable[Event | ChannelEvent]
+    ) -> list[ResultChannel]:
+        """``process_epoch`` with its results as result channels: one tuple for the
+        queries whose outputs share an end state, match and schema (thesis 5.4.4's
+        output channel D). Decoded, they are ``process_epoch``'s results (a result
+        may be in several tuples; a set of the decoded results removes repeats).
+        """
+        channels = self._process(_Epoch(time, channels=True), events).channels
+        assert channels is not None
+        return channels
+
+    def _process(self, epoch: _Epoch, events: Iterable[Event | ChannelEvent]) -> _Epoch:
+        time = epoch.time
         if self.time is not None and time <= self.time:
             raise ValueError(f"epoch {time} is not after the last one ({self.time})")
         self._expire(time)
-        epoch = _Epoch(time)
         shared: dict[tuple[str, tuple[Any, ...], int], int] = {}
         channels = self.channels
         for event in events:
@@ -370,7 +387,7 @@ class Engine:
             self._event(epoch, stream, queued, membership)
         self._install(epoch)
         self.time = time
-        return epoch.results
+        return epoch
 
     def _event(self, epoch: _Epoch, stream: str, event: tuple[Any, ...], membership: int) -> None:
         """One event of ``stream`` (``ALL``), or a tuple of channel ``stream`` with its
@@ -432,16 +449,34 @@ class Engine:
                 (values, start, epoch.time, origin, membership)
             )
             return
+        names: Any = None
+        attrs: Any = None
+        shared: dict[Any, list[tuple[str, str | None]]] | None = None
         for output in target.outputs:
             if origin <= output.since or not membership & output.members:
                 continue
             if output.report:
-                attrs = tuple(zip(output.names, values, strict=True))
-                epoch.results.add(Result(output.query, output.stream, start, epoch.time, attrs))
+                if epoch.channels is not None:
+                    if shared is None:
+                        shared = {}
+                    shared.setdefault(output.names, []).append((output.query, output.stream))
+                else:
+                    if output.names is not names:  # outputs of one schema share their attrs
+                        names = output.names
+                        attrs = tuple(zip(names, values, strict=True))
+                    epoch.results.add(
+                        Result(output.query, output.stream, start, epoch.time, attrs)
+                    )
             if output.stream is not None:
                 order = output.order
                 fed = values if order is None else tuple(values[k] for k in order)
                 epoch.offer(output.stream, fed, start)
+        if shared:
+            for schema, members in shared.items():
+                attrs = tuple(zip(schema, values, strict=True))
+                epoch.channels.append(  # type: ignore[union-attr]
+                    ResultChannel(tuple(members), start, epoch.time, attrs)
+                )
 
     def _install(self, epoch: _Epoch) -> None:
         touched = set(epoch.consumed) | set(epoch.pending)
