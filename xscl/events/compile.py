@@ -10,7 +10,8 @@ edges leading to the end state"). Then, following the proof of Theorem 1:
 * ``UNION``: both fragments' pending edges, the right's reordered;
 * ``E NEXT{p} R`` and ``E FOLD{p, q, aggs} R``: a new state reading R's stream,
   entered by E's pending edges. Its filter predicate is p with R's own
-  FILTERs (their DUR is the event's: option II); a FOLD state has a rebind
+  FILTERs (their DUR is the event's: option II), except NEXT's ``DUR <``/``<=``
+  ceilings, which go on its forward edge (``_dur_ceiling``); a FOLD state has a rebind
   edge (predicate q, map: first values kept, iterated values replaced by
   the event's or the aggregates'), and its pending edge is a copy of the
   rebind edge (every iteration is output); a NEXT state's pending edge
@@ -293,10 +294,12 @@ class QueryCompiler:
         right = self._right(expr.right)
         width = len(left.schema)
         lookup = _Sides(self.memo, left.schema, right, None)
+        tests = (*right.pred, *conditions(expr.pred, lookup, False, self.memo))
+        ceilings = tuple(t for t in tests if _dur_ceiling(t))
         state = self.network.state(
             stream=right.stream,
             names=left.schema,
-            filter_=canonical((*right.pred, *conditions(expr.pred, lookup, False, self.memo))),
+            filter_=canonical([t for t in tests if not _dur_ceiling(t)]),
             rebind=None,
             incoming=[(p.source, p.label()) for p in left.pending],  # type: ignore[misc]
             since=self.since,
@@ -304,7 +307,7 @@ class QueryCompiler:
         )
         mapping = tuple(instance_slot(i) for i in range(width)) + right.mapping
         return _Fragment(
-            next_schema(left.schema, right.schema), (_Pending(state, (), mapping, False),)
+            next_schema(left.schema, right.schema), (_Pending(state, ceilings, mapping, False),)
         )
 
     def _fold(self, expr: Fold) -> _Fragment:
@@ -384,6 +387,19 @@ class QueryCompiler:
             (pending,) = selected.pending
             return _Right(inner.stream, selected.schema, inner.pred, pending.mapping)
         return None
+
+
+def _dur_ceiling(test: IR) -> bool:
+    """Whether ``test`` is ``DUR < c`` or ``DUR <= c`` on the composite event.
+
+    NEXT puts these on its forward edge, not its state's filter: an instance pairs
+    with the first events that satisfy the rest of the predicate, and if their
+    composite DUR is past the ceiling, so is every later event's (DUR only grows
+    with the end), so the instance could never complete; consuming it then changes
+    no result. Queries that differ only in their window (thesis §5.5.2's workloads)
+    then share one state and its instances, each keeping its bound on its own edge.
+    """
+    return isinstance(test, DurCmp) and not test.of_event and test.op in ("<", "<=")
 
 
 def first_inputs(expr: StreamExpr) -> set[str]:
