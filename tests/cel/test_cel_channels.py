@@ -315,3 +315,37 @@ def test_an_edge_keeps_the_members_of_the_queries_holding_it() -> None:
     got = engine.run([ChannelEvent(("S2",), 1, 1, {"a": 1}), Event("T", 2, 2, {"a": 1})])
     assert got == set()
     assert engine.instance_count() == 0  # the S2-only tuple did not traverse the edge
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_result_channels_decode_to_the_results(declared: bool) -> None:
+    """``process_epoch_channels`` (one tuple per end state, match and schema, thesis
+    Example 24's channel D) decodes to exactly ``process_epoch``'s results."""
+    rng = random.Random(21)
+    checked = program(workload_3(rng, 10, 40))
+    events = rounds(rng, 10, 30, subsets=True)
+    per_query = channel_engine(checked, 10) if declared else plain_engine(checked)
+    shared = channel_engine(checked, 10) if declared else plain_engine(checked)
+    got: set[Result] = set()
+    want: set[Result] = set()
+    for event in events:
+        want |= per_query.process_epoch(event.end, [event])
+        for tuple_ in shared.process_epoch_channels(event.end, [event]):
+            got.update(tuple_.decode())
+    assert got == want == evaluate(checked, decoded(events))
+    assert want
+
+
+def test_next_windows_share_one_state() -> None:
+    """NEXT's DUR ceilings are on its forward edges: queries that differ only in their
+    window share the state and its instances, and keep their own results."""
+    text = header(base(1)) + ";\n".join(
+        f"w{w}: FROM S1 NEXT{{$2.a = $1.a AND DUR <= {w}}} T" for w in (1, 2, 3, 5, 8)
+    )
+    checked = program(text)
+    engine = plain_engine(checked)
+    assert len([s for s in engine.network.states() if s.stream]) == 1
+    events = rounds(random.Random(2), 1, 40, subsets=False)
+    got = engine.run(events)
+    assert got == evaluate(checked, decoded(events))
+    assert len({r.query for r in got}) > 1
