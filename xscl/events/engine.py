@@ -118,8 +118,8 @@ class _Epoch:
         self.pending: dict[State, list[Any]] = {}
         self.consumed: dict[State, list[Any]] = {}
         self.results: set[Result] = set()
-        #: with result channels: one tuple per end state reached and output schema
-        self.channels: list[ResultChannel] | None = [] if channels else None
+        #: with result channels: (schema, values, start) -> the queries it is a result of
+        self.channels: dict[Any, list[tuple[str, str | None]]] | None = {} if channels else None
         self.emitted: set[tuple[str, tuple[Any, ...], int]] = set()
         #: (stream or channel key, event, membership: ALL for a plain event)
         self.queue: deque[tuple[str, tuple[tuple[Any, ...], int, int], int]] = deque()
@@ -346,14 +346,18 @@ class Engine:
     def process_epoch_channels(
         self, time: int, events: Iterable[Event | ChannelEvent]
     ) -> list[ResultChannel]:
-        """``process_epoch`` with its results as result channels: one tuple for the
-        queries whose outputs share an end state, match and schema (thesis 5.4.4's
-        output channel D). Decoded, they are ``process_epoch``'s results (a result
-        may be in several tuples; a set of the decoded results removes repeats).
+        """``process_epoch`` with its results as result channels: one tuple for
+        every output event (schema, values, interval) with the queries it is a
+        result of (thesis 5.4.4's output channel D: outputs encoded once, per-query
+        results derived from membership). Decoded, they are ``process_epoch``'s
+        results; a query may repeat in one tuple's members (set semantics).
         """
         channels = self._process(_Epoch(time, channels=True), events).channels
         assert channels is not None
-        return channels
+        return [
+            ResultChannel(tuple(members), start, time, tuple(zip(names, values, strict=True)))
+            for (names, values, start), members in channels.items()
+        ]
 
     def _process(self, epoch: _Epoch, events: Iterable[Event | ChannelEvent]) -> _Epoch:
         time = epoch.time
@@ -398,7 +402,7 @@ class Engine:
             for edge, check in edges.candidates(start, event):
                 shared = membership & edge.members
                 if shared and (check is None or check(None, event)):
-                    self._traverse(epoch, edge, None, event, epoch.time, shared)
+                    self._traverse(epoch, edge, None, event, epoch.time, shared, None)
         if membership == ALL:
             self._affect(epoch, stream, event)
             return
@@ -408,7 +412,9 @@ class Engine:
             if start is not None:
                 for edge, check in edges.candidates(start, event):
                     if check is None or check(None, event):
-                        self._traverse(epoch, edge, None, event, epoch.time, edge.members)
+                        self._traverse(
+                            epoch, edge, None, event, epoch.time, edge.members, None
+                        )
             self._affect(epoch, member, event)
 
     def _affect(self, epoch: _Epoch, stream: str, event: tuple[Any, ...]) -> None:
@@ -431,17 +437,30 @@ class Engine:
                 consumed.append(instance)
                 origin = instance[3]
                 membership = instance[4]
+                mapped: dict[Any, Any] = {}  # edges of one map (windows) map once
                 for edge, check in candidates:  # type: ignore[union-attr]
                     if origin <= edge.since:
                         continue
                     shared = membership & edge.members
                     if shared and (check is None or check(instance, event)):
-                        self._traverse(epoch, edge, instance, event, origin, shared)
+                        self._traverse(epoch, edge, instance, event, origin, shared, mapped)
 
     def _traverse(
-        self, epoch: _Epoch, edge: Any, instance: Any, event: Any, origin: int, membership: int
+        self,
+        epoch: _Epoch,
+        edge: Any,
+        instance: Any,
+        event: Any,
+        origin: int,
+        membership: int,
+        mapped: dict[Any, Any] | None,
     ) -> None:
-        values = edge.map(instance, event)
+        if mapped is None:
+            values = edge.map(instance, event)
+        else:
+            values = mapped.get(edge.map)
+            if values is None:
+                values = mapped[edge.map] = edge.map(instance, event)
         start = event[1] if instance is None else instance[1]
         target = edge.target
         if target.stream is not None:
@@ -451,15 +470,20 @@ class Engine:
             return
         names: Any = None
         attrs: Any = None
-        shared: dict[Any, list[tuple[str, str | None]]] | None = None
+        members: Any = None
+        channels = epoch.channels
         for output in target.outputs:
             if origin <= output.since or not membership & output.members:
                 continue
             if output.report:
-                if epoch.channels is not None:
-                    if shared is None:
-                        shared = {}
-                    shared.setdefault(output.names, []).append((output.query, output.stream))
+                if channels is not None:
+                    if output.names is not names:  # outputs of one schema share a tuple
+                        names = output.names
+                        key = (names, values, start)
+                        members = channels.get(key)
+                        if members is None:
+                            members = channels[key] = []
+                    members.append((output.query, output.stream))
                 else:
                     if output.names is not names:  # outputs of one schema share their attrs
                         names = output.names
@@ -471,12 +495,6 @@ class Engine:
                 order = output.order
                 fed = values if order is None else tuple(values[k] for k in order)
                 epoch.offer(output.stream, fed, start)
-        if shared:
-            for schema, members in shared.items():
-                attrs = tuple(zip(schema, values, strict=True))
-                epoch.channels.append(  # type: ignore[union-attr]
-                    ResultChannel(tuple(members), start, epoch.time, attrs)
-                )
 
     def _install(self, epoch: _Epoch) -> None:
         touched = set(epoch.consumed) | set(epoch.pending)
