@@ -442,7 +442,7 @@ class NoSubscriptionsError(XsclError, ValueError):
 
 class SubscriptionError(_CarriesErrors, ValueError):
     """A subscribe/unsubscribe that cannot be applied: the job's registry
-    (``XSCL-S010``-``S014``) or the CEL event engine (``CEL-S001``-``S005``).
+    (``XSCL-S010``-``S014``) or the CEL event engine (``CEL-S001``-``S006``).
 
     ``errors`` holds the query file's parse and validation errors when they are
     the reason.
@@ -700,6 +700,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "CEL-S005": ErrorCode(
         SubscriptionError, "a query subscribed to a running job cannot join its partition groups"
+    ),
+    "CEL-S006": ErrorCode(
+        SubscriptionError,
+        "a channel the engine cannot declare: its name taken, a stream in another channel, "
+        "PUBLISHed or of other attributes",
     ),
 }
 

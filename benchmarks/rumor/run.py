@@ -3,6 +3,7 @@ throughput (thesis Figures 5.8 and 5.9(a, b)).
 
     python benchmarks/rumor/run.py                               # every sweep, defaults
     python benchmarks/rumor/run.py --sweeps queries --events 20000
+    python benchmarks/rumor/run.py --workload 3                  # channels (capacity, queries)
 
 Setup (§5.5.1, Table 5.3): streams S and T of ten integer attributes ``a0..a9``,
 uniform in ``0..constant domain - 1``, interleaved one event per time unit (S at
@@ -24,8 +25,26 @@ number of queries). Throughput is events per CPU second of the engine's
 time of a JVM after a warm-up), and the *normalised* throughput divides it by the
 lightest setting's, as the thesis does after SASE. ``--seconds`` bounds each run.
 
-Workload 3 (channels, Figure 5.9(c, d)) needs channels into CEL (a channel tuple
-processed once for every stream it encodes): not built, so not run.
+* **Workload 3** (Figure 5.9(c, d), channels into CEL, §5.4.4):
+  ``S_i NEXT{$2.a0 = $1.a0 AND DUR <= w} T``, each query reading one of the
+  *capacity* sharable streams ``S_1..S_c`` (round robin). Input in rounds (§5.5.2):
+  the same S tuple in every ``S_i`` at one even time, then a T tuple. Four plans,
+  every one giving each query the same results (``tests/cel/test_cel_channels.py``):
+
+  - ``none``: the round is ``c + 1`` events, results one ``Result`` per query
+    (``process_epoch``), the thesis's plan without channels;
+  - ``C``: ``S_1..S_c`` are channel C (``Engine.declare_channel``), the round is one
+    ``ChannelEvent`` of all of them and T, processed once per automaton edge
+    (``xscl.events.channels``); results per query;
+  - ``D``: per-stream input, results as result channels (``process_epoch_channels``:
+    one tuple per output event with its member queries);
+  - ``C+D``: both, the thesis's plan with channels (Example 24: C in, D out).
+
+  Throughput counts the per-stream events a round stands for (``c + 1``) in every
+  plan, so all read the same input, and ``results`` counts per-query results (a
+  result channel's members); *normalised* divides by ``none`` at the lightest
+  setting, *speedup* by ``none`` at the same setting. Sweeps: the channel capacity
+  1..10 (Figure 5.9(d)) and the number of queries at capacity 10 (Figure 5.9(c)).
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from xscl.events.channels import ChannelEvent
 from xscl.events.engine import Engine
 from xscl.events.envelope import Event
 from xscl.lang.cel.parser import parse_file
@@ -145,20 +165,162 @@ def measure(workload: str, p: Parameters, count: int, seconds: float, seed: int)
     return Run(subscribe_s, processed, processed / elapsed, results)
 
 
+# ---------------------------------------------------------------- workload 3: channels
+
+#: (swept variable, its values from light to heavy) of Workload 3, each run with and
+#: without channels
+CHANNEL_SWEEPS: dict[str, tuple[str, list[int]]] = {
+    "capacity": ("capacity", list(range(1, 11))),
+    "channel-queries": ("queries", [100, 1_000, 10_000]),
+}
+
+
+def workload_3_text(rng: random.Random, p: Parameters, capacity: int) -> str:
+    """The CEL file of Workload 3: ``p.queries`` queries over ``S1..S<capacity>`` and T."""
+    header = "".join(
+        f"DECLARE STREAM {s}({', '.join(ATTRIBUTES)});\n" for s in [*members(capacity), "T"]
+    )
+    queries = []
+    for qid in range(p.queries):
+        w = zipf_choice(rng, p.windows, p.zipf, largest_first=True)
+        stream = f"S{qid % capacity + 1}"
+        queries.append(f"q{qid}: FROM {stream} NEXT{{$2.a0 = $1.a0 AND DUR <= {w}}} T")
+    return header + ";\n".join(queries)
+
+
+def members(capacity: int) -> list[str]:
+    """The sharable streams of channel C."""
+    return [f"S{n}" for n in range(1, capacity + 1)]
+
+
+Epoch = tuple[int, list[Event | ChannelEvent]]
+
+
+def rounds(count: int, constants: int, seed: int, capacity: int, channels: bool) -> list[Epoch]:
+    """``count`` rounds: the S tuple (one per member stream, or one channel tuple), then T."""
+    rng = random.Random(seed)
+    streams = members(capacity)
+    out: list[Epoch] = []
+    for n in range(count):
+        for unit, stream in ((2 * n, "S"), (2 * n + 1, "T")):
+            attrs: dict[str, str | int | float | None] = {
+                a: rng.randrange(constants) for a in ATTRIBUTES
+            }
+            at = unit * MICROS
+            epoch: list[Event | ChannelEvent]
+            if stream == "T":
+                epoch = [Event("T", at, at, attrs)]
+            elif channels:
+                epoch = [ChannelEvent(tuple(streams), at, at, attrs)]
+            else:
+                epoch = [Event(s, at, at, attrs) for s in streams]
+            out.append((at, epoch))
+    return out
+
+
+#: Workload 3's plans: (input as channel tuples, results as result channels)
+PLANS: dict[str, tuple[bool, bool]] = {
+    "none": (False, False),
+    "C": (True, False),
+    "D": (False, True),
+    "C+D": (True, True),
+}
+
+
+def measure_3(
+    p: Parameters, capacity: int, plan: str, count: int, seconds: float, seed: int
+) -> Run:
+    """Workload 3 in a fresh engine; ``events`` counts per-stream events (c + 1 a round)."""
+    channels, result_channels = PLANS[plan]
+    text = workload_3_text(random.Random(seed), p, capacity)
+    parsed = parse_file(text)
+    program, errors = validate(parsed)
+    assert parsed.ok and not errors, [str(e) for e in (*parsed.errors, *errors)][:3]
+    gc.collect()
+    engine = Engine()
+    if channels:
+        engine.declare_channel("C", ATTRIBUTES, members(capacity))
+    started = time.process_time()
+    engine.subscribe(program)
+    subscribe_s = time.process_time() - started
+    epochs = rounds(count // 2, p.constants, seed + 1, capacity, channels)
+    results = processed = 0
+    started = time.process_time()
+    for n, (at, batch) in enumerate(epochs):
+        if result_channels:
+            results += sum(len(c.members) for c in engine.process_epoch_channels(at, batch))
+        else:
+            results += len(engine.process_epoch(at, batch))
+        processed += 1 if n % 2 else capacity
+        if n % 100 == 99 and time.process_time() - started > seconds:
+            break
+    elapsed = time.process_time() - started
+    engine.close()
+    return Run(subscribe_s, processed, processed / elapsed, results)
+
+
+def channel_sweep(sweep: str, count: int, seconds: float, seed: int) -> None:
+    """One Workload 3 sweep, every plan at each setting, as a markdown table."""
+    variable, values = CHANNEL_SWEEPS[sweep]
+    print(
+        "| workload | variable | value | capacity | queries | channels | subscribe s "
+        "| events | events/s | normalised | speedup | results |"
+    )
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    lightest: float | None = None
+    for value in values:
+        capacity = value if variable == "capacity" else 10
+        p = Parameters(queries=value) if variable == "queries" else Parameters()
+        without: float | None = None
+        for plan in PLANS:
+            run = measure_3(p, capacity, plan, count, seconds, seed)
+            lightest = lightest or run.events_per_s
+            without = without or run.events_per_s
+            speedup = f"{run.events_per_s / without:.2f}" if plan != "none" else ""
+            print(
+                f"| 3 | {variable} | {value:g} | {capacity} | {p.queries:,} "
+                f"| {plan} | {run.subscribe_s:.1f} | {run.events:,} "
+                f"| {run.events_per_s:,.0f} | {run.events_per_s / lightest:.2f} | {speedup} "
+                f"| {run.results:,} |",
+                flush=True,
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweeps", nargs="+", choices=list(SWEEPS), default=list(SWEEPS))
+    every = [*SWEEPS, *CHANNEL_SWEEPS]
+    parser.add_argument("--sweeps", nargs="+", choices=every, default=every)
+    parser.add_argument(
+        "--workload",
+        choices=["1", "2", "3"],
+        help="only the sweeps of this workload (3: capacity and channel-queries)",
+    )
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=20.0, help="CPU budget per run")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    sweeps = [
+        s
+        for s in args.sweeps
+        if args.workload is None
+        or (args.workload == "3" and s in CHANNEL_SWEEPS)
+        or any(w.split("-")[0] == args.workload for w, _, _ in SWEEPS.get(s, []))
+    ]
+    plain = [s for s in sweeps if s in SWEEPS]
+    for sweep in sweeps:
+        if sweep in CHANNEL_SWEEPS:
+            channel_sweep(sweep, args.events, args.seconds, args.seed)
+    if not plain:
+        return
     print(
         "| workload | variable | value | queries | subscribe s | events | events/s "
         "| normalised | results |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for sweep in args.sweeps:
+    for sweep in plain:
         for workload, variable, values in SWEEPS[sweep]:
+            if args.workload is not None and workload.split("-")[0] != args.workload:
+                continue
             lightest: float | None = None
             for value in values:
                 number = float(value) if variable == "zipf" else int(value)

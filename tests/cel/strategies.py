@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from xscl.events.envelope import Event, parse_event
 
-__all__ = ["HEADER", "event_lists", "programs"]
+__all__ = ["HEADER", "event_lists", "header", "programs"]
 
 HEADER = "DECLARE STREAM S(a, b);\nDECLARE STREAM T(a, b, c);\n"
 BASE = {"S": ("a", "b"), "T": ("a", "b", "c")}
@@ -140,12 +140,20 @@ def _stream(
     return f"(SELECT {', '.join(picks)} FROM ({left}))", names
 
 
+def header(base: dict[str, tuple[str, ...]]) -> str:
+    """The ``DECLARE STREAM`` lines of ``base``'s streams."""
+    return "".join(f"DECLARE STREAM {s}({', '.join(schema)});\n" for s, schema in base.items())
+
+
 @st.composite
-def programs(draw: st.DrawFn) -> str:
-    """A CEL file of one to three queries; a later one may read what an earlier PUBLISHes."""
-    streams = dict(BASE)
+def programs(
+    draw: st.DrawFn, base: dict[str, tuple[str, ...]] | None = None, most: int = 3
+) -> str:
+    """A CEL file of one to ``most`` queries over ``base`` (default: S and T); a later
+    one may read what an earlier PUBLISHes."""
+    streams = dict(base or BASE)
     queries = []
-    for number in range(draw(st.integers(1, 3))):
+    for number in range(draw(st.integers(1, most))):
         text, schema = draw(_stream(streams))
         publish = ""
         if draw(st.booleans()) and len(schema) <= 4:
@@ -153,7 +161,7 @@ def programs(draw: st.DrawFn) -> str:
             publish = f" PUBLISH {name}"
             streams[name] = schema
         queries.append(f"q{number}: FROM {text}{publish}")
-    return HEADER + ";\n".join(queries)
+    return (HEADER if base is None else header(base)) + ";\n".join(queries)
 
 
 @st.composite

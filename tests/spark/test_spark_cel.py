@@ -102,3 +102,60 @@ def test_xscl_feeds_cel_end_to_end_on_real_feeds(
         links = [(x.get("rel"), x.get("href")) for x in root.iter(atom + "link")]
         stable = (home.resolve() / "results" / "xscl.cel" / "feeds" / feed.name).as_uri()
         assert links == [("self", stable)], feed.name
+
+
+def test_xscl_channel_lines_feed_cel_as_channel_tuples(spark: Any, tmp_path: Path) -> None:
+    """Three identical XSCL queries PUBLISH three streams of one schema, so each match is
+    one channel line (``results.channels``) and one CEL channel tuple (``from_xscl``,
+    ``spark_plugin.cel``: a row of several streams, engines declaring the catalog's
+    channels); the CEL results equal the reference fed one event per record."""
+    from xscl.connectors.document import Document
+    from xscl.results.channels import line_members
+    from xscl.results.read import visible_markers
+
+    xscl_text = "".join(
+        f"{q}: S//item[./a->x] FOLLOWED BY {{x = y, 1d}} S//item[./a->y] PUBLISH {p};\n"
+        for q, p in (("qa", "pa"), ("qb", "pb"), ("qc", "pc"))
+    )
+    cel_text = (
+        "one: FROM pa NEXT{$2.x = $1.x AND DUR <= 1h} pb;\n"
+        "two: FROM (pa UNION pc) NEXT{$2.x = $1.x} pb;\n"
+        "three: FROM FILTER{x != 'v0'}(pc) NEXT pa"
+    )
+    (tmp_path / "q.xscl").write_text(xscl_text, encoding="utf-8")
+    (tmp_path / "q.cel").write_text(cel_text, encoding="utf-8")
+    docs = [
+        Document("S", f"d{n}", 600_000_000 * (n + 1), f"<item><a>v{n % 3}</a></item>")
+        for n in range(24)
+    ]
+    home = tmp_path / "home"
+    with Spool(home / "spool", sync=False) as writer:
+        writer.append(docs)
+    args = [
+        "--queries", str(tmp_path / "q.xscl"), "--home", str(home), "--once", "--quiet",
+        "--cel-queries", str(tmp_path / "q.cel"),
+    ]  # fmt: skip
+    assert main(args) == 0
+    shared = [
+        members
+        for folder, marker in visible_markers(home / "results" / "xscl")
+        for part in marker["parts"]
+        for line in (folder / part["file"]).read_bytes().splitlines()
+        if (members := line_members(line)) is not None
+    ]
+    assert any(len({q for q, _ in m}) == 3 for m in shared), "no channel line of the three"
+    queries = list(parse_queries(xscl_text))
+    ref_docs = [reference.make_document(d.stream, d.docid, d.ts_micros, d.xml) for d in docs]
+    streams = published_streams(queries)
+    events = [
+        result_event(r.to_json_dict(), streams[r.query])
+        for r in reference.evaluate(queries, ref_docs)
+    ]
+    program, errors = validate(parse_file(cel_text), catalog=xscl_catalog(queries))
+    assert not errors
+    # the epoch at the job's clock waits for a later one (docs/cel.md 10.4): --once ends first
+    clock = max(e.end for e in events)
+    expected = evaluate(program, [e for e in events if e.end < clock])
+    assert {r.query for r in expected} == {"one", "two", "three"}
+    got = [result_of(r) for r in read_results(home / "results" / "xscl.cel", key="id")]
+    assert len(got) == len(set(got)) and set(got) == expected

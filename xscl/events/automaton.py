@@ -12,6 +12,11 @@ once, first). An end state stores nothing: reaching it is an output.
 Labels (``Edge.label``, ``State.label``) are what prefix merging compares
 (thesis 4.5.5, Definition 2): a state is identified by its entering edges,
 its own filter and rebind labels and its input stream.
+
+Channels (``xscl.events.channels``, thesis 5.4.4): an edge's ``members`` is the
+union of the masks of the queries holding it, an output's ``members`` its
+query's mask; an instance traverses an edge, or produces an output, only when its
+membership meets them (``ALL`` = -1 outside channels).
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ class Output:
     report: bool = True
     names: tuple[str, ...] = ()
     order: tuple[int, ...] | None = None
+    #: the query's channel mask: produced only for instances whose membership meets it
+    members: int = -1
 
 
 class Edge:
@@ -72,6 +79,8 @@ class Edge:
         "ident",
         "label",
         "map",
+        "masks",
+        "members",
         "parts",
         "since",
         "source",
@@ -96,6 +105,26 @@ class Edge:
         self.map = closures.mapping(label.mapping, event_width)
         self._check: Any = _UNSET
         self._dynamic: Any = _UNSET
+        #: the holders' channel masks (mask -> holders) and their union
+        self.masks: dict[int, int] = {}
+        self.members = 0
+
+    def hold(self, mask: int) -> None:
+        """One more holder, a query of channel mask ``mask``."""
+        self.masks[mask] = self.masks.get(mask, 0) + 1
+        self.members |= mask
+
+    def release(self, mask: int) -> None:
+        """A holder of channel mask ``mask`` is gone."""
+        left = self.masks[mask] - 1
+        if left:
+            self.masks[mask] = left
+            return
+        del self.masks[mask]
+        members = 0
+        for held in self.masks:
+            members |= held
+        self.members = members
 
     @property
     def check(self) -> closures.Closure | None:

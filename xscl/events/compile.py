@@ -10,7 +10,8 @@ edges leading to the end state"). Then, following the proof of Theorem 1:
 * ``UNION``: both fragments' pending edges, the right's reordered;
 * ``E NEXT{p} R`` and ``E FOLD{p, q, aggs} R``: a new state reading R's stream,
   entered by E's pending edges. Its filter predicate is p with R's own
-  FILTERs (their DUR is the event's: option II); a FOLD state has a rebind
+  FILTERs (their DUR is the event's: option II), except NEXT's ``DUR <``/``<=``
+  ceilings, which go on its forward edge (``_dur_ceiling``); a FOLD state has a rebind
   edge (predicate q, map: first values kept, iterated values replaced by
   the event's or the aggregates'), and its pending edge is a copy of the
   rebind edge (every iteration is output); a NEXT state's pending edge
@@ -21,11 +22,16 @@ The right operand of NEXT and FOLD must be a stream under FILTER/SELECT; any
 other (``A NEXT (B NEXT C)``, a UNION) is compiled as an automaton of its own
 that publishes an internal stream, which the state then reads
 (**resubscription**, needed by the Separation Theorem 3).
+
+Channels (``xscl.events.channels``, thesis 5.4.4): a stream the compiler is told
+to read through its channel (``encoded``: stream -> channel key) starts from the
+channel's start state; ``first_inputs`` says which streams of a query are read
+that way (every stream a start state is asked for: not simple right operands).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,7 +82,7 @@ from xscl.lang.cel.ast import (
     UnionExpr,
 )
 
-__all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "to_ir"]
+__all__ = ["Lookup", "QueryCompiler", "canonical", "conditions", "first_inputs", "to_ir"]
 
 Schema = tuple[str, ...]
 
@@ -206,9 +212,11 @@ class QueryCompiler:
         holding: Holding,
         since: int,
         memo: ShapeMemo | None = None,
+        encoded: Mapping[str, str] | None = None,
     ) -> None:
         self.network = network
         self.memo = memo
+        self.encoded = encoded or {}
         self.schema_of = schema_of
         self.new_stream = new_stream
         self.holding = holding
@@ -234,7 +242,7 @@ class QueryCompiler:
     def _fragment(self, expr: StreamExpr) -> _Fragment:
         if isinstance(expr, StreamRef):
             schema = self.schema_of(expr.name)
-            start = self.network.start(expr.name)
+            start = self.network.start(self.encoded.get(expr.name, expr.name))
             identity = tuple(event_slot(j) for j in range(len(schema)))
             return _Fragment(schema, (_Pending(start, (), identity, True),))
         if isinstance(expr, SubQuery):
@@ -286,10 +294,12 @@ class QueryCompiler:
         right = self._right(expr.right)
         width = len(left.schema)
         lookup = _Sides(self.memo, left.schema, right, None)
+        tests = (*right.pred, *conditions(expr.pred, lookup, False, self.memo))
+        ceilings = tuple(t for t in tests if _dur_ceiling(t))
         state = self.network.state(
             stream=right.stream,
             names=left.schema,
-            filter_=canonical((*right.pred, *conditions(expr.pred, lookup, False, self.memo))),
+            filter_=canonical([t for t in tests if not _dur_ceiling(t)]),
             rebind=None,
             incoming=[(p.source, p.label()) for p in left.pending],  # type: ignore[misc]
             since=self.since,
@@ -297,7 +307,7 @@ class QueryCompiler:
         )
         mapping = tuple(instance_slot(i) for i in range(width)) + right.mapping
         return _Fragment(
-            next_schema(left.schema, right.schema), (_Pending(state, (), mapping, False),)
+            next_schema(left.schema, right.schema), (_Pending(state, ceilings, mapping, False),)
         )
 
     def _fold(self, expr: Fold) -> _Fragment:
@@ -342,7 +352,15 @@ class QueryCompiler:
             return simple
         fragment = self._fragment(expr)
         stream = self.new_stream(fragment.schema)
-        self._end(fragment, Output(None, stream, self.since, report=False, names=fragment.schema))
+        internal = Output(
+            None,
+            stream,
+            self.since,
+            report=False,
+            names=fragment.schema,
+            members=self.holding.mask,
+        )
+        self._end(fragment, internal)
         width = len(fragment.schema)
         return _Right(stream, fragment.schema, (), tuple(event_slot(j) for j in range(width)))
 
@@ -369,6 +387,47 @@ class QueryCompiler:
             (pending,) = selected.pending
             return _Right(inner.stream, selected.schema, inner.pred, pending.mapping)
         return None
+
+
+def _dur_ceiling(test: IR) -> bool:
+    """Whether ``test`` is ``DUR < c`` or ``DUR <= c`` on the composite event.
+
+    NEXT puts these on its forward edge, not its state's filter: an instance pairs
+    with the first events that satisfy the rest of the predicate, and if their
+    composite DUR is past the ceiling, so is every later event's (DUR only grows
+    with the end), so the instance could never complete; consuming it then changes
+    no result. Queries that differ only in their window (thesis §5.5.2's workloads)
+    then share one state and its instances, each keeping its bound on its own edge.
+    """
+    return isinstance(test, DurCmp) and not test.of_event and test.op in ("<", "<=")
+
+
+def first_inputs(expr: StreamExpr) -> set[str]:
+    """The streams ``QueryCompiler`` starts automata from in ``expr``: every stream
+    reference except those of simple right operands of NEXT/FOLD (a stream under
+    FILTERs and SELECTs), which states read instead."""
+    if isinstance(expr, StreamRef):
+        return {expr.name}
+    if isinstance(expr, SubQuery):
+        return first_inputs(expr.query.source)
+    if isinstance(expr, Filter):
+        return first_inputs(expr.input)
+    if isinstance(expr, UnionExpr):
+        return first_inputs(expr.left) | first_inputs(expr.right)
+    assert isinstance(expr, Next | Fold)
+    right = set() if _is_simple(expr.right) else first_inputs(expr.right)
+    return first_inputs(expr.left) | right
+
+
+def _is_simple(expr: StreamExpr) -> bool:
+    """Whether ``QueryCompiler._simple`` reads ``expr`` as a state's input stream."""
+    if isinstance(expr, StreamRef):
+        return True
+    if isinstance(expr, Filter):
+        return _is_simple(expr.input)
+    if isinstance(expr, SubQuery):
+        return _is_simple(expr.query.source)
+    return False
 
 
 def _filtered(pending: _Pending, expr: Filter, schema: Schema, memo: ShapeMemo | None) -> _Pending:

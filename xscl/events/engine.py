@@ -27,6 +27,13 @@ canonical (``sys.intern``, the thesis's Internal String Table): one copy of a
 string however many instances hold it, and equal strings compare by identity.
 
 Which implementation of each optimisation is used is an ``EngineConfig``.
+
+Channels (thesis 5.3-5.4.4, ``xscl.events.channels``): ``declare_channel`` makes
+base streams of one schema sharable; a tuple of several of them (a
+``ChannelEvent``, or simultaneous equal events of member streams) is processed
+once, with its membership, by the automata of every query that reads one member
+of the channel as a first input; an instance is ``(values, start, end, origin,
+membership)``, and outputs go to the queries whose mask its membership meets.
 """
 
 from __future__ import annotations
@@ -45,13 +52,14 @@ from typing import Any
 from xscl.errors import SubscriptionError
 from xscl.events.active_states import ActiveStates, IndexedActiveStates, ScannedActiveStates
 from xscl.events.automaton import Output, State
-from xscl.events.compile import QueryCompiler
+from xscl.events.channels import ALL, ChannelEvent, Channels
+from xscl.events.compile import QueryCompiler, first_inputs
 from xscl.events.edge_index import EdgeIndex, IndexedEdges, ScannedEdges
 from xscl.events.envelope import Event
 from xscl.events.instances import InstanceStore, hashed_store, scanned_store
 from xscl.events.ir import Parts
 from xscl.events.network import Holding, Network
-from xscl.events.results import Result
+from xscl.events.results import Result, ResultChannel
 from xscl.events.shape_memo import ShapeMemo
 from xscl.events.sharing import MergedStates, SeparateStates, StateSharing
 from xscl.lang.cel.ast import Query
@@ -103,22 +111,25 @@ class _Subscription:
 class _Epoch:
     """What one epoch collects: new and consumed instances, outputs, events to process."""
 
-    __slots__ = ("consumed", "emitted", "pending", "queue", "results", "time")
+    __slots__ = ("channels", "consumed", "emitted", "pending", "queue", "results", "time")
 
-    def __init__(self, time: int) -> None:
+    def __init__(self, time: int, channels: bool = False) -> None:
         self.time = time
         self.pending: dict[State, list[Any]] = {}
         self.consumed: dict[State, list[Any]] = {}
         self.results: set[Result] = set()
+        #: with result channels: (schema, values, start) -> the queries it is a result of
+        self.channels: dict[Any, list[tuple[str, str | None]]] | None = {} if channels else None
         self.emitted: set[tuple[str, tuple[Any, ...], int]] = set()
-        self.queue: deque[tuple[str, tuple[tuple[Any, ...], int, int]]] = deque()
+        #: (stream or channel key, event, membership: ALL for a plain event)
+        self.queue: deque[tuple[str, tuple[tuple[Any, ...], int, int], int]] = deque()
 
     def offer(self, stream: str, values: tuple[Any, ...], start: int) -> None:
         """Queue an event of this epoch unless the same event is already queued."""
         key = (stream, values, start)
         if key not in self.emitted:
             self.emitted.add(key)
-            self.queue.append((stream, (values, start, self.time)))
+            self.queue.append((stream, (values, start, self.time), ALL))
 
 
 class Engine:
@@ -129,11 +140,12 @@ class Engine:
         self.schemas: dict[str, Schema] = {}
         self.base: set[str] = set()
         self.active = self.config.active_states()
+        self.channels = Channels()
         self.network = Network(
             self.config.sharing(),
             self.config.edge_index(),
             self.config.instance_store,
-            self.schemas.__getitem__,
+            self._schema_of,
             self._removed,
         )
         self.subscriptions: dict[str, _Subscription] = {}
@@ -149,6 +161,45 @@ class Engine:
         self._dropped = False
 
     # ------------------------------------------------------------------ subscriptions
+
+    def _schema_of(self, stream: str) -> Schema:
+        """A stream's schema, or a channel's (its key ``@name``)."""
+        schema = self.schemas.get(stream)
+        return schema if schema is not None else self.channels.schemas[stream]
+
+    def declare_channel(self, name: str, schema: Schema, streams: Iterable[str]) -> None:
+        """Make base ``streams`` of ``schema`` sharable, encoded by channel ``name``
+        (thesis 5.3.1-5.3.2); a stream not yet known is declared with ``schema``.
+
+        Queries subscribed from now on that read one member as a first input share
+        their automata with the queries reading the other members; queries
+        subscribed before keep reading the member as a plain stream (a tuple is
+        decoded for them). ``CEL-S006`` when the name is taken, a stream is in
+        another channel, is PUBLISHed, or has other attributes (in another order).
+        """
+        members = list(streams)
+        problem = None
+        if not members or len(set(members)) != len(members):
+            problem = "a channel needs distinct streams"
+        elif "@" + name in self.channels.members:
+            problem = f"channel {name!r} is already declared"
+        for stream in members:
+            if problem is not None:
+                break
+            known = self.schemas.get(stream)
+            if self.channels.key(stream) is not None:
+                problem = f"stream {stream!r} is already in a channel"
+            elif known is not None and stream not in self.base:
+                problem = f"stream {stream!r} is not a base stream"
+            elif known is not None and known != tuple(schema):
+                problem = f"stream {stream!r} has attributes {known}, not {tuple(schema)}"
+        if problem is not None:
+            raise SubscriptionError.from_code("CEL-S006", problem)
+        for stream in members:
+            if stream not in self.schemas:
+                self.schemas[stream] = tuple(schema)
+                self.base.add(stream)
+        self.channels.add(name, tuple(schema), members)
 
     def catalog(self) -> dict[str, Schema]:
         """Every stream a new query may read: base and PUBLISHed streams, with schemas."""
@@ -203,7 +254,8 @@ class Engine:
             self._frozen = False
 
     def _subscribe(self, query: Query, since: int) -> None:
-        subscription = _Subscription(query.qid, Holding())
+        encoded = self.channels.encoding(first_inputs(query.source))
+        subscription = _Subscription(query.qid, Holding(mask=self.channels.query_mask(encoded)))
 
         def new_stream(schema: Schema) -> str:
             name = f"#{query.qid}.{next(self._internal)}"
@@ -218,23 +270,27 @@ class Engine:
             subscription.holding,
             since,
             self.memo,
+            encoded,
         )
+        mask = subscription.holding.mask
         for sub in published_subqueries(query):
             assert sub.publish is not None
             subscription.published.add(sub.publish)
             if sub is not query:
-                compiler.query(sub, self._output(query.qid, sub.publish, since))
-        compiler.query(query, self._output(query.qid, query.publish, since))
+                compiler.query(sub, self._output(query.qid, sub.publish, since, mask))
+        compiler.query(query, self._output(query.qid, query.publish, since, mask))
         subscription.reads = {ref.name for ref in stream_refs(query.source)}
         self.subscriptions[query.qid] = subscription
 
-    def _output(self, qid: str, stream: str | None, since: int) -> Callable[[Schema], Output]:
+    def _output(
+        self, qid: str, stream: str | None, since: int, mask: int
+    ) -> Callable[[Schema], Output]:
         def make(schema: Schema) -> Output:
             target = self.schemas.get(stream) if stream else None
             order = None
             if target is not None and target != schema:
                 order = tuple(schema.index(name) for name in target)
-            return Output(qid, stream, since, names=schema, order=order)
+            return Output(qid, stream, since, names=schema, order=order, members=mask)
 
         return make
 
@@ -270,7 +326,7 @@ class Engine:
 
     # ------------------------------------------------------------------ events
 
-    def run(self, events: Iterable[Event]) -> set[Result]:
+    def run(self, events: Iterable[Event | ChannelEvent]) -> set[Result]:
         """Process a whole input (any order: it is sorted by end time); all results."""
         ordered = sorted(events, key=lambda e: e.end)
         results: set[Result] = set()
@@ -279,33 +335,91 @@ class Engine:
             results |= self.process_epoch(batch[0].end, batch)
         return results
 
-    def process_epoch(self, time: int, events: Iterable[Event]) -> set[Result]:
-        """Process every event whose end is ``time`` (later than any processed before)."""
+    def process_epoch(self, time: int, events: Iterable[Event | ChannelEvent]) -> set[Result]:
+        """Process every event whose end is ``time`` (later than any processed before).
+
+        Events of member streams of one channel with the same values and start (a
+        ``ChannelEvent``'s streams, or equal events) are one channel tuple.
+        """
+        return self._process(_Epoch(time), events).results
+
+    def process_epoch_channels(
+        self, time: int, events: Iterable[Event | ChannelEvent]
+    ) -> list[ResultChannel]:
+        """``process_epoch`` with its results as result channels: one tuple for
+        every output event (schema, values, interval) with the queries it is a
+        result of (thesis 5.4.4's output channel D: outputs encoded once, per-query
+        results derived from membership). Decoded, they are ``process_epoch``'s
+        results; a query may repeat in one tuple's members (set semantics).
+        """
+        channels = self._process(_Epoch(time, channels=True), events).channels
+        assert channels is not None
+        return [
+            ResultChannel(tuple(members), start, time, tuple(zip(names, values, strict=True)))
+            for (names, values, start), members in channels.items()
+        ]
+
+    def _process(self, epoch: _Epoch, events: Iterable[Event | ChannelEvent]) -> _Epoch:
+        time = epoch.time
         if self.time is not None and time <= self.time:
             raise ValueError(f"epoch {time} is not after the last one ({self.time})")
         self._expire(time)
-        epoch = _Epoch(time)
+        shared: dict[tuple[str, tuple[Any, ...], int], int] = {}
+        channels = self.channels
         for event in events:
-            schema = self.schemas.get(event.stream)
-            if schema is not None and event.stream in self.base:
-                values = tuple(
-                    sys.intern(v) if v.__class__ is str else v for v in event.values(schema)
-                )
-                epoch.offer(event.stream, values, event.start)
+            streams = event.streams if isinstance(event, ChannelEvent) else (event.stream,)
+            made: dict[Schema, tuple[Any, ...]] = {}
+            for stream in streams:
+                schema = self.schemas.get(stream)
+                if schema is None or stream not in self.base:
+                    continue
+                values = made.get(schema)
+                if values is None:
+                    values = made[schema] = tuple(
+                        sys.intern(v) if v.__class__ is str else v for v in event.values(schema)
+                    )
+                key = channels.key(stream)
+                if key is None:
+                    epoch.offer(stream, values, event.start)
+                else:
+                    tuple_key = (key, values, event.start)
+                    shared[tuple_key] = shared.get(tuple_key, 0) | channels.bit(stream)
+        for (key, values, start), membership in shared.items():
+            epoch.queue.append((key, (values, start, time), membership))
         while epoch.queue:
-            stream, queued = epoch.queue.popleft()
-            self._event(epoch, stream, queued)
+            stream, queued, membership = epoch.queue.popleft()
+            self._event(epoch, stream, queued, membership)
         self._install(epoch)
         self.time = time
-        return epoch.results
+        return epoch
 
-    def _event(self, epoch: _Epoch, stream: str, event: tuple[Any, ...]) -> None:
+    def _event(self, epoch: _Epoch, stream: str, event: tuple[Any, ...], membership: int) -> None:
+        """One event of ``stream`` (``ALL``), or a tuple of channel ``stream`` with its
+        membership: the start state's edges once, then the states reading each stream."""
         edges = self.network.edge_index
         start = self.network.start_states.get(stream)
         if start is not None:
             for edge, check in edges.candidates(start, event):
-                if check is None or check(None, event):
-                    self._traverse(epoch, edge, None, event, epoch.time)
+                shared = membership & edge.members
+                if shared and (check is None or check(None, event)):
+                    self._traverse(epoch, edge, None, event, epoch.time, shared, None)
+        if membership == ALL:
+            self._affect(epoch, stream, event)
+            return
+        # decoded per member: queries reading several members, and second inputs
+        for member in self.channels.streams_of(stream, membership):
+            start = self.network.start_states.get(member)
+            if start is not None:
+                for edge, check in edges.candidates(start, event):
+                    if check is None or check(None, event):
+                        self._traverse(
+                            epoch, edge, None, event, epoch.time, edge.members, None
+                        )
+            self._affect(epoch, member, event)
+
+    def _affect(self, epoch: _Epoch, stream: str, event: tuple[Any, ...]) -> None:
+        """The instances an event of ``stream`` affects: consumed, their edges traversed."""
+        edges = self.network.edge_index
         event_start = event[1]
         for state in self.active.affected(stream, event):
             store = state.store
@@ -322,23 +436,61 @@ class Engine:
                     candidates = edges.candidates(state, event)
                 consumed.append(instance)
                 origin = instance[3]
+                membership = instance[4]
+                mapped: dict[Any, Any] = {}  # edges of one map (windows) map once
                 for edge, check in candidates:  # type: ignore[union-attr]
-                    if origin > edge.since and (check is None or check(instance, event)):
-                        self._traverse(epoch, edge, instance, event, origin)
+                    if origin <= edge.since:
+                        continue
+                    shared = membership & edge.members
+                    if shared and (check is None or check(instance, event)):
+                        self._traverse(epoch, edge, instance, event, origin, shared, mapped)
 
-    def _traverse(self, epoch: _Epoch, edge: Any, instance: Any, event: Any, origin: int) -> None:
-        values = edge.map(instance, event)
+    def _traverse(
+        self,
+        epoch: _Epoch,
+        edge: Any,
+        instance: Any,
+        event: Any,
+        origin: int,
+        membership: int,
+        mapped: dict[Any, Any] | None,
+    ) -> None:
+        if mapped is None:
+            values = edge.map(instance, event)
+        else:
+            values = mapped.get(edge.map)
+            if values is None:
+                values = mapped[edge.map] = edge.map(instance, event)
         start = event[1] if instance is None else instance[1]
         target = edge.target
         if target.stream is not None:
-            epoch.pending.setdefault(target, []).append((values, start, epoch.time, origin))
+            epoch.pending.setdefault(target, []).append(
+                (values, start, epoch.time, origin, membership)
+            )
             return
+        names: Any = None
+        attrs: Any = None
+        members: Any = None
+        channels = epoch.channels
         for output in target.outputs:
-            if origin <= output.since:
+            if origin <= output.since or not membership & output.members:
                 continue
             if output.report:
-                attrs = tuple(zip(output.names, values, strict=True))
-                epoch.results.add(Result(output.query, output.stream, start, epoch.time, attrs))
+                if channels is not None:
+                    if output.names is not names:  # outputs of one schema share a tuple
+                        names = output.names
+                        key = (names, values, start)
+                        members = channels.get(key)
+                        if members is None:
+                            members = channels[key] = []
+                    members.append((output.query, output.stream))
+                else:
+                    if output.names is not names:  # outputs of one schema share their attrs
+                        names = output.names
+                        attrs = tuple(zip(names, values, strict=True))
+                    epoch.results.add(
+                        Result(output.query, output.stream, start, epoch.time, attrs)
+                    )
             if output.stream is not None:
                 order = output.order
                 fed = values if order is None else tuple(values[k] for k in order)
@@ -405,9 +557,20 @@ class Engine:
 
         ``import_state`` on a fresh engine subscribed to the same queries continues
         exactly where this one stopped (the Spark job keeps these bytes per group).
+        An instance of a channel tuple also lists its member streams (bits are the
+        engine's own).
         """
+        names_of = self.channels.names
         states = [
-            [names, [[list(i[0]), i[1], i[2], i[3]] for i in state.store]]
+            [
+                names,
+                [
+                    [list(i[0]), i[1], i[2], i[3]]
+                    if i[4] == ALL
+                    else [list(i[0]), i[1], i[2], i[3], names_of(i[4])]
+                    for i in state.store
+                ],
+            ]
             for state, names in self._state_names().items()
             if len(state.store)
         ]
@@ -420,7 +583,8 @@ class Engine:
 
         Instances of a state go to every state here that one of its names names (so a
         state merged there and separate here, or the reverse, gets them all); names of
-        queries not subscribed here are skipped.
+        queries not subscribed here are skipped, and so are member streams of channels
+        not declared here (an instance left without any is dropped).
         """
         if self.time is not None:
             raise ValueError("import_state needs an engine that has processed nothing")
@@ -431,12 +595,20 @@ class Engine:
             targets = {by_name[name] for name in names if name in by_name}
             for state in targets:
                 life = state.lifetime()
-                for values, start, end, origin in instances:
+                for values, start, end, origin, *members in instances:
+                    membership = ALL
+                    if members:
+                        membership = self.channels.mask(
+                            s for s in members[0] if self.channels.key(s) is not None
+                        )
+                        if not membership:
+                            continue
                     instance = (
                         tuple(sys.intern(v) if v.__class__ is str else v for v in values),
                         start,
                         end,
                         origin,
+                        membership,
                     )
                     if state.store.add(instance) and life is not None:
                         heapq.heappush(
@@ -454,9 +626,10 @@ class Engine:
         return sum(len(state.store) for state in self.network.states() if state.stream)
 
     def instances(self) -> dict[int, list[Any]]:
-        """Each state's instances (state id -> instances), for traces and tests."""
+        """Each state's instances (state id -> ``(values, start, end, origin)``, without
+        the channel membership), for traces and tests."""
         return {
-            state.ident: sorted(state.store, key=repr)
+            state.ident: sorted((i[:4] for i in state.store), key=repr)
             for state in self.network.states()
             if state.stream is not None and len(state.store)
         }

@@ -1,10 +1,12 @@
 """The instances at a state, with or without the AI index (thesis 4.5.3).
 
-An instance is ``(values, start, end, origin)``: the stored composite event and
-the end of its first event (``origin``, so a query subscribed later ignores
-instances that began before it). A store answers which instances an event may
-*affect* and leaves a ``residual`` part of the state's filter predicate for the
-engine to check. Two implementations of one small protocol:
+An instance is ``(values, start, end, origin, membership)``: the stored
+composite event, the end of its first event (``origin``, so a query subscribed
+later ignores instances that began before it) and the channel membership of the
+tuple it came from (``xscl.events.channels``; ``-1`` from a plain stream). A
+store answers which instances an event may *affect* and leaves a ``residual``
+part of the state's filter predicate for the engine to check. Two
+implementations of one small protocol:
 
 * ``ScannedInstances``: every instance is a candidate (no AI index);
 * ``HashedInstances``: the AI index, a hash table on the values that the
@@ -15,10 +17,10 @@ engine to check. Two implementations of one small protocol:
 
 >>> from xscl.events.ir import Cmp, E, I
 >>> store = HashedInstances(((0, 1),), ())
->>> store.add((("x", "IBM"), 1, 1, 1)), store.add((("y", "MSFT"), 2, 2, 2))
+>>> store.add((("x", "IBM"), 1, 1, 1, -1)), store.add((("y", "MSFT"), 2, 2, 2, -1))
 (True, True)
 >>> list(store.candidates((("IBM", 5), 3, 3))), len(store)
-([(('x', 'IBM'), 1, 1, 1)], 2)
+([(('x', 'IBM'), 1, 1, 1, -1)], 2)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ __all__ = [
     "scanned_store",
 ]
 
-Instance = tuple[tuple[Any, ...], int, int, int]
+Instance = tuple[tuple[Any, ...], int, int, int, int]
 
 _EMPTY: tuple[Instance, ...] = ()
 

@@ -1,5 +1,8 @@
 """The network of all subscribed automata: states, edges and who holds them (thesis 4.5.6).
 
+Each edge also counts its holders' channel masks (``Edge.hold``, thesis 5.4.4), so
+its ``members`` stay the union of the masks of the queries that hold it.
+
 Queries are inserted by asking for states and edges; with ``MergedStates`` a
 request for a state equal to an existing one returns it (the merged query DAG
 of the thesis's State Machine Manager). Every request is recorded in the
@@ -29,6 +32,8 @@ class Holding:
 
     states: list[State] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
+    #: the subscription's channel mask (``xscl.events.channels``), on every edge it holds
+    mask: int = -1
     outputs: list[tuple[State, Output]] = field(default_factory=list)
 
 
@@ -142,6 +147,7 @@ class Network:
             source.edges_changed()
             self.edge_index.add(edge)
         self._refs[edge] = self._refs.get(edge, 0) + 1
+        edge.hold(holding.mask)
         holding.edges.append(edge)
         return edge
 
@@ -152,6 +158,7 @@ class Network:
         for state, output in holding.outputs:
             state.outputs.remove(output)
         for edge in holding.edges:
+            edge.release(holding.mask)
             if self._drop(edge):
                 self.edge_index.remove(edge)
                 del self._edges[(edge.source.ident, edge.target.ident, edge.label)]

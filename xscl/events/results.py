@@ -22,7 +22,7 @@ from typing import Any
 from xscl.connectors.document import format_ts
 from xscl.events.envelope import Value
 
-__all__ = ["Result", "written_value"]
+__all__ = ["Result", "ResultChannel", "written_value"]
 
 _EXACT_INTEGERS = 2**53
 
@@ -79,3 +79,27 @@ class Result:
     def sort_key(self) -> tuple[int, str, str, str]:
         """Order of a written result file: by end time, query, stream, id."""
         return (self.end, self.query, self.stream or "", self.id)
+
+
+@dataclass(frozen=True)
+class ResultChannel:
+    """The output events of several queries that share one match: one channel tuple
+    with its membership (Hong 2009 §5.4.4, Example 24's channel D: the outputs of
+    c_⋈ / c_μ are encoded once, the per-query outputs derived from membership).
+
+    ``members`` are ``(query, stream)`` pairs; every member's result has the same
+    interval and attributes.
+
+    >>> shared = ResultChannel((("q1", None), ("q2", "P")), 0, 1, (("a", 1),))
+    >>> [(r.query, r.stream) for r in shared.decode()]
+    [('q1', None), ('q2', 'P')]
+    """
+
+    members: tuple[tuple[str, str | None], ...]
+    start: int
+    end: int
+    attrs: tuple[tuple[str, Value], ...]
+
+    def decode(self) -> list[Result]:
+        """The per-query results this tuple stands for."""
+        return [Result(q, s, self.start, self.end, self.attrs) for q, s in self.members]

@@ -83,7 +83,7 @@ def read_results(path: str | Path, key: str = "result_id") -> Iterator[dict[str,
     """
     seen: set[str] = set()
     for file in _committed_parts(Path(path)):
-        for record in _part_records(file):
+        for record in part_records(file):
             if record[key] in seen:
                 continue
             seen.add(record[key])
@@ -170,15 +170,20 @@ def _readable_parquet(file: Path) -> Iterator[None]:
 def part_records(file: Path) -> Iterator[dict[str, Any]]:
     """The records of one committed part file (JSON Lines or Parquet, by its suffix), a
     channel line's members each as its own record (``results.channels``), in order."""
-    return _part_records(file)
+    for records in part_lines(file):
+        yield from records
 
 
-def _part_records(file: Path) -> Iterator[dict[str, Any]]:
+def part_lines(file: Path) -> Iterator[list[dict[str, Any]]]:
+    """``part_records`` line by line: the records of one match together (a channel
+    line's members; one record for a plain line or a Parquet row), so that a reader can
+    keep them one tuple (CEL's channels, ``events.from_xscl.line_events``)."""
     if file.suffix == ".parquet":
         from xscl.results.parquet import parquet_records
 
         with _readable_parquet(file):
-            yield from parquet_records(file)
+            for record in parquet_records(file):
+                yield [record]
         return
     with open(file, "rb") as handle:
         for number, line in enumerate(handle, start=1):
@@ -188,7 +193,7 @@ def _part_records(file: Path) -> Iterator[dict[str, Any]]:
                 raise ResultsDirectoryError(
                     f"{file.name}:{number} is not a JSON record: {exc}"
                 ) from exc
-            yield from records
+            yield records
 
 
 def compact(path: str | Path, output: str | Path) -> int:

@@ -3,7 +3,10 @@
 Spark hands a group's rows of one micro-batch (``source.ROW_DDL``) and its state
 to ``CelGroups``. A group is one bucket of one named class of queries
 (``NAME:bucket``, ``events.live_classes``); it runs the in-process ``Engine`` on
-the class's queries at the batch's registry version. Its state (``STATE_DDL``)
+the class's queries at the batch's registry version, with the catalog's PUBLISHed
+XSCL streams of one schema declared as channels (``from_xscl.xscl_channels``), so
+one match of several of them is one tuple (a row whose ``stream`` is a JSON list,
+or equal events of one epoch). Its state (``STATE_DDL``)
 is the engine's dynamic state (``Engine.export_state``: instances and the last
 epoch), the events still waiting for the watermark (``pending``, JSON) and the
 queries the engine runs (``queries``, JSON: the registry version and each query
@@ -42,8 +45,10 @@ from typing import Any
 
 import pandas as pd
 
+from xscl.events.channels import ChannelEvent
 from xscl.events.engine import Engine
 from xscl.events.envelope import Event
+from xscl.events.from_xscl import xscl_channels
 from xscl.events.live_classes import SubscribedCel
 from xscl.lang.cel.validation import Program, published_subqueries
 from xscl.service.cel_subscriptions import live_at
@@ -77,6 +82,9 @@ class CelGroups:
         if cached is not None:
             cached[1].close()  # dropped: its frozen subscriptions back to the collector
         engine = Engine()
+        catalog = {k: tuple(v) for k, v in json.loads(self.catalog).items()}
+        for name, (schema, streams) in xscl_channels(catalog).items():
+            engine.declare_channel(name, schema, streams)  # thesis 5.3.2: sharable
         version, queries = subscribed
         program = live_at(self.registry, self.catalog, version).program
         for since, run in itertools.groupby(queries, key=lambda q: q[1]):
@@ -137,12 +145,15 @@ class CelGroups:
             if changed:
                 subscribed = _follow(engine, subscribed, live, wanted, redefined)
             subscribed = (version, subscribed[1])
-            epoch: list[Event] = []
+            epoch: list[Event | ChannelEvent] = []
             for stream, start, end, attrs in ready:
                 if epoch and epoch[0].end != end:
                     rows.extend(_rows(engine, epoch))
                     epoch = []
-                epoch.append(Event(stream, start, end, attrs))
+                if stream.startswith("["):  # a tuple of several streams (source.py)
+                    epoch.append(ChannelEvent(tuple(json.loads(stream)), start, end, attrs))
+                else:
+                    epoch.append(Event(stream, start, end, attrs))
             if epoch:
                 rows.extend(_rows(engine, epoch))
             saved = engine.export_state()
@@ -202,7 +213,9 @@ def _decode(data: bytes) -> Subscribed:
     ]
 
 
-def _rows(engine: Engine, epoch: list[Event]) -> Iterator[tuple[str, str, str, int, bytes]]:
+def _rows(
+    engine: Engine, epoch: list[Event | ChannelEvent]
+) -> Iterator[tuple[str, str, str, int, bytes]]:
     for result in engine.process_epoch(epoch[0].end, epoch):
         yield (
             "result",

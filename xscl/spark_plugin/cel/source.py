@@ -23,7 +23,9 @@ that got no event.
 
 Rows (``ROW_DDL``): ``group`` (``class:bucket``, the class's name from
 ``events.live_classes``, or ``dead``), ``kind`` (``event`` | ``tick`` | ``dead``),
-``stream``, ``start``, ``end``, ``attrs`` (JSON), ``watermark``, ``line`` (a dead
+``stream`` (a JSON list of streams for a tuple of several, a CEL channel tuple:
+``events.from_xscl.line_events``), ``start``, ``end``, ``attrs`` (JSON),
+``watermark``, ``line`` (a dead
 letter's JSON), ``version`` (the registry version the batch runs with). The ticks
 also reach the groups of a class the batch's events removed, once, so that they
 drop their state.
@@ -46,12 +48,13 @@ from pyspark.sql.types import StructType
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.connectors.document import format_ts
+from xscl.events.channels import ChannelEvent
 from xscl.events.envelope import Event, read_events
 from xscl.events.event_folder import events_file, ready_files
-from xscl.events.from_xscl import published_streams, result_event
+from xscl.events.from_xscl import line_events, published_streams
 from xscl.events.live_classes import SubscribedCel
 from xscl.events.partitioning import route
-from xscl.results.read import part_records, visible_markers
+from xscl.results.read import part_lines, visible_markers
 from xscl.service.cel_subscriptions import live_at
 from xscl.service.subscriptions import SubscriptionLog
 
@@ -299,37 +302,62 @@ class CelEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if partition.catch_up:
             yield from _caught_up(options, partition, live)
             return
-        for item in _events(partition):
-            if isinstance(item, DeadLetter):
-                yield _dead(item, partition.watermark, version)
+        for found in _events(partition):
+            if isinstance(found, DeadLetter):
+                yield _dead(found, partition.watermark, version)
                 continue
-            if item.stream in program.published:
-                reason = f"stream {item.stream!r} is PUBLISHed by a query; only its queries feed it"
-                yield _dead(
-                    DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E006"),
-                    partition.watermark,
-                    version,
-                )
+            rows: dict[str, list[str]] = {}  # group -> the tuple's streams routed there
+            for item in found.decode() if isinstance(found, ChannelEvent) else [found]:
+                for row in self._event_row(item, partition, program, classes, live):
+                    if isinstance(row, str):
+                        rows.setdefault(row, []).append(item.stream)
+                    else:
+                        yield row
+            if not rows:
                 continue
-            if item.stream not in program.streams:
-                continue
-            if item.end < partition.late_before:
-                reason = (
-                    f"event ending {format_ts(item.end)} arrived after the job's clock passed "
-                    f"{format_ts(partition.late_before + options.slack)}, beyond the reorder slack"
-                )
-                yield _dead(
-                    DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E007"),
-                    partition.watermark,
-                    version,
-                )
-                continue
-            attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
-            for index, bucket in route(classes, item, options.buckets):
+            attrs = json.dumps(dict(found.attrs), ensure_ascii=False, separators=(",", ":"))
+            for group, members in rows.items():
+                # a channel tuple's streams as a JSON list (no stream name starts with "[")
+                stream = members[0] if len(members) == 1 else json.dumps(members)
                 yield (
-                    f"{live.classes[index].name}:{bucket}", "event", item.stream, item.start,
-                    item.end, attrs, partition.watermark, b"", version,
+                    group, "event", stream, found.start, found.end, attrs, partition.watermark,
+                    b"", version,
                 )  # fmt: skip
+
+    def _event_row(
+        self,
+        item: Event,
+        partition: CelPartition,
+        program: Any,
+        classes: list[Any],
+        live: SubscribedCel,
+    ) -> Iterator[tuple[Any, ...] | str]:
+        """A dead letter's row for an event the job refuses, else each group it goes to."""
+        options = self.options
+        version = partition.version
+        if item.stream in program.published:
+            reason = f"stream {item.stream!r} is PUBLISHed by a query; only its queries feed it"
+            yield _dead(
+                DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E006"),
+                partition.watermark,
+                version,
+            )
+            return
+        if item.stream not in program.streams:
+            return
+        if item.end < partition.late_before:
+            reason = (
+                f"event ending {format_ts(item.end)} arrived after the job's clock passed "
+                f"{format_ts(partition.late_before + options.slack)}, beyond the reorder slack"
+            )
+            yield _dead(
+                DeadLetter(partition.path, None, item.stream, None, reason, "CEL-E007"),
+                partition.watermark,
+                version,
+            )
+            return
+        for index, bucket in route(classes, item, options.buckets):
+            yield f"{live.classes[index].name}:{bucket}"
 
     def commit(self, end: Offset) -> None:
         """Nothing to release: the files stay (other readers, replays after a restart)."""
@@ -341,14 +369,13 @@ def _xscl_queries(options: CelOptions) -> list[Any]:
     return list(SubscriptionLog(options.xscl_registry).current().values())
 
 
-def _events(partition: CelPartition) -> Iterator[Event | DeadLetter]:
-    """The events of one file: an XSCL part's PUBLISHed results, or an events file's lines."""
+def _events(partition: CelPartition) -> Iterator[Event | ChannelEvent | DeadLetter]:
+    """The events of one file: an XSCL part's PUBLISHed results (one match of queries
+    PUBLISHing several streams as one ``ChannelEvent``), or an events file's lines."""
     if partition.kind == "xscl":
         streams = dict(partition.streams)
-        for record in part_records(Path(partition.path)):
-            stream = streams.get(str(record["query"]))
-            if stream is not None:
-                yield result_event(record, stream)
+        for records in part_lines(Path(partition.path)):
+            yield from line_events(records, streams)
         return
     with open(partition.path, encoding="utf-8") as handle:
         for _line, item in read_events(handle, source=partition.path):
@@ -383,19 +410,35 @@ def _caught_up(
     late events were written when the file was first read."""
     added = catch_up_reads(options, partition.previous, partition.version)
     classes = [c.key_class for c in live.classes]
-    for item in _events(partition):
-        if isinstance(item, DeadLetter) or item.end < partition.late_before:
+    for found in _events(partition):
+        if isinstance(found, DeadLetter):
             continue
-        if item.stream not in live.program.streams or item.stream in live.program.published:
-            continue
-        attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
-        for index, bucket in route(classes, item, options.buckets):
-            name = live.classes[index].name
-            if item.stream in added.get(name, ()):
-                yield (
-                    f"{name}:{bucket}", "event", item.stream, item.start, item.end, attrs,
-                    partition.watermark, b"", partition.version,
-                )  # fmt: skip
+        # one row per stream: each group folds equal events of a channel's streams again
+        for item in found.decode() if isinstance(found, ChannelEvent) else [found]:
+            yield from _caught_up_rows(options, partition, live, classes, added, item)
+
+
+def _caught_up_rows(
+    options: CelOptions,
+    partition: CelPartition,
+    live: SubscribedCel,
+    classes: list[Any],
+    added: dict[str, frozenset[str]],
+    item: Event,
+) -> Iterator[tuple[Any, ...]]:
+    """The catch-up rows of one event (``_caught_up``)."""
+    if item.end < partition.late_before:
+        return
+    if item.stream not in live.program.streams or item.stream in live.program.published:
+        return
+    attrs = json.dumps(dict(item.attrs), ensure_ascii=False, separators=(",", ":"))
+    for index, bucket in route(classes, item, options.buckets):
+        name = live.classes[index].name
+        if item.stream in added.get(name, ()):
+            yield (
+                f"{name}:{bucket}", "event", item.stream, item.start, item.end, attrs,
+                partition.watermark, b"", partition.version,
+            )  # fmt: skip
 
 
 def _tick_groups(options: CelOptions, previous: int, live: SubscribedCel) -> list[str]:
