@@ -450,6 +450,15 @@ class Automaton:
         self._leafy: tuple[frozenset[TrieNode], frozenset[TrieNode]] = (frozenset(), frozenset())
         #: trie nodes with live "//" children (they join ``anc`` where they match)
         self._desc_sources: frozenset[TrieNode] = frozenset()
+        #: trie nodes with live "/" element children (the matched nodes a state's
+        #: transitions depend on, with its ``anc``)
+        self._element_sources: frozenset[TrieNode] = frozenset()
+        #: (matched element sources, anc) -> the transitions every state of that pair
+        #: shares (see ``_intern``)
+        self._shared_transitions: dict[
+            tuple[frozenset[TrieNode], frozenset[TrieNode]],
+            dict[str, State | PredicatedTransition],
+        ] = {}
         #: trie nodes that can lead to a row (see _prepare_run)
         self._live: frozenset[TrieNode] = frozenset()
         #: (id(emission), is element, DFA states from the root to the owner...)
@@ -533,6 +542,7 @@ class Automaton:
     def invalidate(self) -> None:
         """Forget the lazy DFA (after any change to the trie or to requirements)."""
         self._states = {}
+        self._shared_transitions = {}
         self._groups = {}
         self._checks = {}
         self._start = None
@@ -549,6 +559,7 @@ class Automaton:
             self.bind_plans = {}
         if self._start is None or len(self._states) > MAX_STATES:
             self._states = {}
+            self._shared_transitions = {}
             self._groups = {}
             self._checks = {}
             self.bind_plans = {}
@@ -576,6 +587,7 @@ class Automaton:
         slash_leafy: set[TrieNode] = set()
         desc_leafy: set[TrieNode] = set()
         desc_sources: set[TrieNode] = set()
+        element_sources: set[TrieNode] = set()
         for node in live:
             parent = node.parent
             if parent is None:
@@ -584,8 +596,11 @@ class Automaton:
                 desc_sources.add(parent)
             if node.test.kind in ("attribute", "text"):
                 (slash_leafy if node.axis == "/" else desc_leafy).add(parent)
+            elif node.axis == "/":
+                element_sources.add(parent)
         self._leafy = (frozenset(slash_leafy), frozenset(desc_leafy))
         self._desc_sources = frozenset(desc_sources)
+        self._element_sources = frozenset(element_sources)
 
     def _intern(self, matched: frozenset[TrieNode], parent_anc: frozenset[TrieNode]) -> State:
         extra = matched & self._desc_sources
@@ -594,6 +609,12 @@ class Automaton:
         state = self._states.get(key)
         if state is None:
             state = self._make_state(matched, anc)
+            # a state's transitions depend only on its matched nodes with element
+            # children and its anc (``_transition``, ``target``): states that differ
+            # in nodes that only emit (an item matching its own set of keyword
+            # predicates) share them, so their children are not worked out again
+            shared = (matched & self._element_sources, anc)
+            state.transitions = self._shared_transitions.setdefault(shared, state.transitions)
             self._states[key] = state
         return state
 
