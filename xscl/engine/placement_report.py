@@ -10,12 +10,23 @@ before subscribing thousands of them.
 ... pair: S//item[./a->x] JOIN {x = y, 1h} T//item[./a->y];
 ... three: S//item[./a->x] FOLLOWED BY {x = y, 1d} S//item[./a->y]
 ...        FOLLOWED BY {y = z, 1d} S//item[./a->z];
+... near: S//item JOIN {TRUE, 1h} T//item;
+... ever: S//item JOIN {TRUE, INF} T//item;
+... two: S//item[./a->x][./b->p] JOIN {x = y, 1h} T//item[./a->y]
+...      JOIN {p = q, 1h} U//item[./b->q];
 ... '''
->>> print(placement_report(parse_queries(text)))
+>>> print(placement_report(parse_queries(text)))  # doctest: +NORMALIZE_WHITESPACE
 Where `xscl serve` evaluates each query (docs/architecture.md, "The join state partitioned"):
   one: where Stage 1 runs, with no join state (one block)
   pair: the value groups, partitioned by the value of x = y
   three: the value groups, partitioned by the value of x = y = z (a keyed chain)
+  near: the value groups, partitioned by time buckets of its window
+  ever: the chain group: one partition holding every document of its streams
+    (docs/architecture.md, "The chain group"), because its join has no value condition
+    and an INF window
+  two: the chain group: one partition holding every document of its streams
+    (docs/architecture.md, "The chain group"), because no class of equal values joins
+    all its 3 blocks
 """
 
 from __future__ import annotations
