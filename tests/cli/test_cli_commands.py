@@ -146,8 +146,8 @@ def test_explain_says_where_the_job_evaluates_each_query(
     lines = dict(line.strip().split(": ", 1) for line in where.splitlines()[1:] if line.strip())
     assert lines["advisory_coverage"] == "the value groups, partitioned by the value of cve = term"
     assert lines["busy_author"].startswith("the chain group: one partition")
-    assert lines["busy_author"].endswith("because it PUBLISHes busy_authors")
-    assert lines["busy_then_release"].endswith("because it reads a PUBLISHed stream")
+    assert lines["busy_author"].endswith("PUBLISHes busy_authors from two or more blocks")
+    assert lines["busy_then_release"].endswith("reads a stream the chain group publishes")
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

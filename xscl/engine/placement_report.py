@@ -39,9 +39,10 @@ from xscl.engine.placements import (
     STATELESS,
     TIME,
     VALUE,
+    Placeable,
     key_class,
     owner_edge,
-    placement_of,
+    place_queries,
 )
 from xscl.lang.ast import Query
 from xscl.templates.assign import TemplateAssignment
@@ -56,28 +57,38 @@ _CHAIN_WHY = (
 def placement_report(queries: Sequence[Query]) -> str:
     """One line per query: where the Spark job evaluates it, and why."""
     shapes = ShapeMemo()
-    published = {q.publish for q in queries if q.publish is not None}
+    assignments = {q.qid: shapes.assignment(shapes.normal(q)) for q in queries}
+    places = place_queries(
+        {
+            q.qid: Placeable(
+                assignments[q.qid].template,
+                frozenset(block.stream for block in q.blocks),
+                q.publish,
+                all(op.window_micros is not None for op in shapes.normal(q).ops),
+            )
+            for q in queries
+        }
+    )
+    chain_published = {q.publish for q in queries if q.publish and places[q.qid] == CHAIN}
     lines = [
         "Where `xscl serve` evaluates each query "
         '(docs/architecture.md, "The join state partitioned"):'
     ]
     for query in queries:
-        normal = shapes.normal(query)
-        assignment = shapes.assignment(normal)
-        reads = any(block.stream in published for block in query.blocks)
-        where = placement_of(
-            assignment.template,
-            reads_published=reads,
-            publishes=query.publish is not None,
-            bounded=all(op.window_micros is not None for op in normal.ops),
-        )
-        lines.append(f"  {query.qid}: {_why(where, assignment, query, reads)}")
+        reads = any(block.stream in chain_published for block in query.blocks)
+        why = _why(places[query.qid], assignments[query.qid], query, reads)
+        lines.append(f"  {query.qid}: {why}")
     return "\n".join(lines)
 
 
 def _why(where: str, assignment: TemplateAssignment, query: Query, reads: bool) -> str:
     template, names = assignment.template, assignment.names
     if where == STATELESS:
+        if query.publish is not None:
+            return (
+                f"where Stage 1 runs, with no join state (one block); its results are "
+                f"documents of {query.publish} made there"
+            )
         return "where Stage 1 runs, with no join state (one block)"
     if where == VALUE:
         edge = owner_edge(template)
@@ -90,9 +101,9 @@ def _why(where: str, assignment: TemplateAssignment, query: Query, reads: bool) 
         return f"the value groups, partitioned by the value of {key} (a keyed chain)"
     assert where == CHAIN
     if query.publish is not None:
-        return f"{_CHAIN_WHY}, because it PUBLISHes {query.publish}"
+        return f"{_CHAIN_WHY}, because it PUBLISHes {query.publish} from two or more blocks"
     if reads:
-        return f"{_CHAIN_WHY}, because it reads a PUBLISHed stream"
+        return f"{_CHAIN_WHY}, because it reads a stream the chain group publishes"
     if template.block_count == 2:
         return f"{_CHAIN_WHY}, because its join has no value condition and an INF window"
     return (

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
+from xscl.engine.groups.keys import CHAIN_PUBLISHED
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.key_labels import key_label
 from xscl.engine.matcher import match_document
@@ -51,7 +53,7 @@ from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
 from xscl.engine.time_buckets import home_label, probe_labels, row_class
 from xscl.engine.view_cache import Slice
-from xscl.xpath import Stage1Error
+from xscl.xpath import DocumentRows, Stage1Error
 
 #: Default number of groups a hot value's documents are spread over.
 DEFAULT_HOT_SALTS = 8
@@ -164,6 +166,8 @@ class GroupRow:
     data: bytes
     homes: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
+    #: a published result's own sequence number (None: the spool record's, ``Routed.seq``)
+    seq: int | None = None
 
 
 @dataclass
@@ -223,17 +227,66 @@ class Router:
         if lateness is not None and newest_before is not None and ts < newest_before - lateness:
             routed.dead = dead_line(offset, stream, docid, "late", "XSCL-R008")
             return routed
+        # a stateless query's results it PUBLISHes are documents of their stream, fed back
+        # here, numbered after their cause (docid = result id, ts = the result's end)
+        queue = deque([(stream, docid, ts, xml, routed.seq, rows)])
+        number = routed.seq
+        while queue:
+            s, d, t, x, seq, witness = queue.popleft()
+            for record in self._stateless(s, d, t, x, seq, witness):
+                routed.records.append(record)
+                target = subs.publish.get(record.query)
+                if target is None:
+                    continue
+                try:
+                    published = subs.stage1.evaluate_rows(
+                        target, record.result_id, record.end_micros, record.xml
+                    )
+                except Stage1Error:  # a result's XML is the engine's own: this cannot happen
+                    continue
+                number += 1
+                if number - routed.seq >= CHAIN_PUBLISHED - 1:  # 2^19 results of one record
+                    raise RuntimeError(f"spool record {offset} published too many results")
+                queue.append(
+                    (target, record.result_id, record.end_micros, record.xml, number, published)
+                )
+            self._rows(routed, s, d, t, x, seq, witness)
+        return routed
+
+    def _stateless(
+        self, stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows
+    ) -> list[ResultRecord]:
+        """The stateless queries' results of one document."""
+        subs = self.subscriptions
+        if not self.table.stateless:
+            return []
+        doc = DocState.from_rows(stream, docid, ts, xml, seq, rows)
+        self.records.forget_tuples()
+        return [
+            self.records.record(match)
+            for plan in subs.plans(STATELESS)
+            for match in match_document(plan, doc, _empty_slice, _no_docs)
+            if subs.sees(match)
+        ]
+
+    def _rows(
+        self,
+        routed: Routed,
+        stream: str,
+        docid: str,
+        ts: int,
+        xml: str,
+        seq: int,
+        rows: DocumentRows,
+    ) -> None:
+        """The group rows of one document: the spool record's own, or a result it
+        PUBLISHed (``seq`` after the record's; its XML then travels with it, as the
+        spool does not hold it)."""
         table = self.table
-        if table.stateless:
-            doc = DocState.from_rows(stream, docid, ts, xml, routed.seq, rows)
-            self.records.forget_tuples()
-            for plan in subs.plans(STATELESS):
-                for match in match_document(plan, doc, _empty_slice, _no_docs):
-                    if subs.sees(match):
-                        routed.records.append(self.records.record(match))
+        own = None if seq == routed.seq else seq
         if stream in table.chain_streams:
             routed.rows.append(
-                GroupRow(CHAIN_GROUP, encode(stream, docid, ts, xml, routed.seq, rows))
+                GroupRow(CHAIN_GROUP, encode(stream, docid, ts, xml, seq, rows), seq=own)
             )
         classes = self.time_classes
         widths = (
@@ -242,7 +295,7 @@ class Router:
             else set()
         )
         if not table.owner_vars and not widths and not table.key_vars:
-            return routed
+            return
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
         values = dict(digested.values)
         homes: dict[int, list[str]] = {}
@@ -269,7 +322,8 @@ class Router:
             for label in probe_labels(width, ts):
                 self._spread(label, stream, docid, homes, probes, home=label == home)
         if probes:
-            data = encode(stream, docid, ts, "", routed.seq, digested)  # XML: from the spool
+            # XML from the spool (``exact``), but a published result's travels with it
+            data = encode(stream, docid, ts, "" if own is None else xml, seq, digested)
             for bucket in sorted(probes):
                 routed.rows.append(
                     GroupRow(
@@ -277,9 +331,9 @@ class Router:
                         data,
                         tuple(homes.get(bucket, ())),
                         tuple(dict.fromkeys(probes[bucket])),
+                        own,
                     )
                 )
-        return routed
 
     def _spread(
         self,

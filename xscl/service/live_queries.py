@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xscl.engine.groups.routed import SEQ_STRIDE
-from xscl.engine.placements import Placement, placement_of
+from xscl.engine.placements import Placeable, place_queries
 from xscl.engine.routing import RoutingTable
 from xscl.engine.subscriptions import Subscriptions
 from xscl.service.compiled.sources import EventCompiler, FromTexts, compiler_for
@@ -85,9 +85,9 @@ class JobQueries:
             self.added_at.pop(qid, None)
             subs.remove_query(qid)
         changed = {q for q, c in self.queries.items() if before.get(q) is not c}
-        published = {c.query.publish for c in self.queries.values() if c.query.publish is not None}
+        places = place_queries({qid: _placeable(c) for qid, c in self.queries.items()})
         for qid, compiled in self.queries.items():
-            where = self._placement(compiled, published)
+            where = places[qid]
             if qid in changed or subs.placement.get(qid) != where:
                 subs.remove_query(qid)
                 subs.add_query(
@@ -105,15 +105,16 @@ class JobQueries:
         for qid, event in self.added_at.items():
             self.subscriptions.since[qid] = offsets[event] * SEQ_STRIDE
 
-    @staticmethod
-    def _placement(compiled: CompiledQuery, published: set[str]) -> Placement:
-        query = compiled.query
-        return placement_of(
-            compiled.assignment.template,
-            reads_published=any(b.stream in published for b in query.blocks),
-            publishes=query.publish is not None,
-            bounded=all(op.window_micros is not None for op in compiled.normal.ops),
-        )
+
+def _placeable(compiled: CompiledQuery) -> Placeable:
+    """What placing a compiled query needs (``placements.place_queries``)."""
+    query = compiled.query
+    return Placeable(
+        compiled.assignment.template,
+        frozenset(b.stream for b in query.blocks),
+        query.publish,
+        all(op.window_micros is not None for op in compiled.normal.ops),
+    )
 
 
 #: The applied-folder key of a set built before any offset was recorded (``prebuild``).

@@ -1,14 +1,15 @@
 """The chain group: the chain-placed queries, with every document of their streams.
 
 Chain-placed queries (``placements.CHAIN``: three or more blocks without a key class,
-``{TRUE, INF}`` joins, PUBLISH and the queries reading published streams) run here, in one group
-that stores every document of the streams they read, with real string values and
-XML (``codec``). Per batch the stored documents (those the eviction horizon keeps)
-form a ``JoinState``; each new document, in sequence order, is matched with the chain
-plans, its results are recorded, and a PUBLISHing query's results are fed back as
-documents of the published stream (docid = result id, ts = the result's end, numbered
-after their cause: ``routed.SEQ_STRIDE``), evaluated by the same Stage 1, matched and
-stored in turn, as ``xscl run`` does (docs/language.md).
+``{TRUE, INF}`` joins, queries of two or more blocks that PUBLISH and the queries
+reading what they publish) run here, in one group that stores every document of the
+streams they read, with real string values and XML (``codec``). Per batch the stored
+documents (those the eviction horizon keeps) form a ``JoinState``; each new document,
+in sequence order, is matched with the chain plans, its results are recorded, and a
+PUBLISHing query's results are fed back as documents of the published stream (docid
+= result id, ts = the result's end, numbered after their cause:
+``routed.SEQ_STRIDE``), evaluated by the same Stage 1, matched and stored in turn, as
+``xscl run`` does (docs/language.md).
 
 Its cost grows with its state and it is one partition: docs/architecture.md ("The
 chain group") says why, and what would spread it.
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Sequence
 
 from xscl.engine.groups.codec import encode_state
 from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.keys import CHAIN_PUBLISHED, SEQ_STRIDE, spool_offset
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
 from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
 from xscl.engine.join_state import JoinState
@@ -67,9 +69,12 @@ class ChainGroup:
             stored.evict(bounds[0])
             state.evict(bounds[0])
         emitted: set[str] = set()
+        #: spool offset -> the last number given to a result published here from it
+        numbers: dict[int, int] = {}
         for doc in sorted(docs, key=lambda d: d.seq):
             queue: deque[DocState] = deque([self.decoded.get(doc.seq, doc.data)])
-            number = doc.seq
+            offset = spool_offset(doc.seq)
+            number = numbers.get(offset, offset * SEQ_STRIDE + CHAIN_PUBLISHED)
             while queue:
                 current = queue.popleft()
                 found = [m for m in state.matches(plans, current) if subs.sees(m)]
@@ -83,6 +88,7 @@ class ChainGroup:
                     target = subs.publish.get(record.query)
                     if target is not None:
                         number += 1
+                        numbers[offset] = number
                         published = self._published(target, record, number)
                         if published is not None:
                             queue.append(published)

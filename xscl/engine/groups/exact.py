@@ -35,7 +35,8 @@ class ExactDocs:
         """``stored`` (digests, no XML) with its XML and its real string values."""
         found = self._docs.get(stored.seq)
         if found is None:
-            xml = self.documents.xml(stored.seq)
+            # a published result carries its XML; a spool record's is read back
+            xml = stored.xml or self.documents.xml(stored.seq)
             found = DocState(
                 stored.stream, stored.docid, stored.ts, xml, stored.seq,
                 values={}, value_rows=stored.value_rows, nodes=stored.nodes,

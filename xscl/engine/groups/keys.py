@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-#: Documents are numbered ``offset * SEQ_STRIDE + k``: k = 1 for the spool record,
-#: 2, 3, ... for the results it publishes (in the chain group).
+#: Documents are numbered ``offset * SEQ_STRIDE + k``: k = 1 for the spool record;
+#: 2, 3, ... for the results stateless queries publish from it where Stage 1 runs
+#: (``routing``), below ``CHAIN_PUBLISHED``; ``CHAIN_PUBLISHED`` + 1, + 2, ... for those
+#: the chain group publishes from it and from them.
 SEQ_STRIDE = 1 << 20
+#: Where the chain group's numbers of published results start (see ``SEQ_STRIDE``).
+CHAIN_PUBLISHED = SEQ_STRIDE // 2
 #: State key of the group evaluating the chain-placed queries.
 CHAIN_GROUP = -1
 #: Key of the rows that need no state (dead letters, stateless results' parts).

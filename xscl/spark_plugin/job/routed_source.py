@@ -194,7 +194,8 @@ class TaskRows:
             for record in routed.records:
                 self.writer.add(record)
         for row in routed.rows:
-            values = (row.group, routed.seq, routed.newest, self.version, row.data,
+            seq = routed.seq if row.seq is None else row.seq  # a published result's own
+            values = (row.group, seq, routed.newest, self.version, row.data,
                       list(row.homes), list(row.probes), None)  # fmt: skip
             for column, value in zip(self.columns, values, strict=True):
                 column.append(value)
