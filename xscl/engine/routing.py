@@ -23,10 +23,14 @@ Per spool record, in its partition's offset order (``Router.route``):
 **Hot values**: a value the groups reported hot is spread over ``salts`` groups: a new
 document is stored under it in the group of one salt (chosen by its key) and probes
 the groups of all salts, salt 0 included, where the value's documents were stored
-before it turned hot. A busy time bucket's label is spread the same way; a key label
-never is (a keyed match needs all its documents in one group). A value once
-hot stays hot (the set only grows), so every stored document stays reachable, and
-each pair is still found in exactly one group: the one storing its older document.
+before it turned hot; each pair is still found in exactly one group: the one storing
+its older document. A busy time bucket's label is spread the same way. A hot key label
+is spread the other way round, "store everywhere, probe one" (a keyed match of three
+or more documents needs them all in one group): a new document is stored under the
+value's spread label in the group of every salt and probes the key label in salt 0's
+group and the spread label in its own salt's (``key_labels``, ``_spread_key``;
+``groups.keyed_chains`` says why each match is found once). A value once hot stays hot
+(the set only grows), so every stored document stays reachable.
 
 Where it runs: in the Spark job's source tasks (``xscl.spark_plugin.job.routed_source``),
 once per record; ``RouteShape`` is built on the driver and pickled (plain values).
@@ -44,7 +48,7 @@ from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
 from xscl.engine.groups.keys import CHAIN_PUBLISHED
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
-from xscl.engine.key_labels import key_label
+from xscl.engine.key_labels import key_label, spread_label
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import CHAIN, KEYED, STATELESS, TIME, VALUE, key_class, owner_edge
@@ -126,6 +130,9 @@ class RoutingTable:
     #: var ids of the key class of a keyed query: a document is stored under, and
     #: probes, the key label of each value it holds at one (``key_labels``)
     key_vars: frozenset[int] = frozenset()
+    #: whether a hot key label is spread: only when every keyed query's windows are
+    #: finite (``groups.keyed_chains``: salt 0's group then stops its extra pass)
+    spread_keys: bool = True
 
     @classmethod
     def of(cls, subs: Subscriptions) -> RoutingTable:
@@ -146,9 +153,13 @@ class RoutingTable:
             if where == CHAIN
             for block in subs.normal[qid].blocks
         )
-        keys = {row.var_ids[meta] for row in subs.rows(KEYED) for meta in key_class(row.template)}
+        keyed = list(subs.rows(KEYED))
+        keys = {row.var_ids[meta] for row in keyed for meta in key_class(row.template)}
+        bounded = all(w is not None for row in keyed for w in row.windows)
         stateless = any(True for _ in subs.plans(STATELESS))
-        return cls(frozenset(owners), streams, stateless, frozenset(roots), frozenset(keys))
+        return cls(
+            frozenset(owners), streams, stateless, frozenset(roots), frozenset(keys), bounded
+        )
 
     def time_classes(self) -> dict[int, tuple[int, ...]]:
         """The time classes of each var id at a time-placed block's top."""
@@ -311,12 +322,10 @@ class Router:
             value = values[node]
             if var not in table.key_vars or not value:
                 continue
-            label = key_label(value)  # never spread: a match needs its documents together
+            label = key_label(value)
             if label not in routed_values:
                 routed_values.add(label)
-                bucket = value_bucket(label, self.shape.buckets)
-                homes.setdefault(bucket, []).append(label)
-                probes.setdefault(bucket, []).append(label)
+                self._spread_key(label, value, stream, docid, homes, probes)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):
@@ -324,16 +333,40 @@ class Router:
         if probes:
             # XML from the spool (``exact``), but a published result's travels with it
             data = encode(stream, docid, ts, "" if own is None else xml, seq, digested)
-            for bucket in sorted(probes):
+            for bucket in sorted(probes.keys() | homes.keys()):  # a hot key: homes only
                 routed.rows.append(
                     GroupRow(
                         self.shape.group_keys[bucket],
                         data,
-                        tuple(homes.get(bucket, ())),
-                        tuple(dict.fromkeys(probes[bucket])),
+                        tuple(dict.fromkeys(homes.get(bucket, ()))),
+                        tuple(dict.fromkeys(probes.get(bucket, ()))),
                         own,
                     )
                 )
+
+    def _spread_key(
+        self,
+        label: str,
+        value: str,
+        stream: str,
+        docid: str,
+        homes: dict[int, list[str]],
+        probes: dict[int, list[str]],
+    ) -> None:
+        """Add a key label: stored under and probed in its own bucket; for a hot one,
+        stored under the value's spread label in every salt's bucket, probing the label
+        in salt 0's and the spread label in the document's own salt's (``key_labels``)."""
+        shape = self.shape
+        zero = value_bucket(label, shape.buckets)
+        probes.setdefault(zero, []).append(label)
+        if label not in self.hot or not self.table.spread_keys:
+            homes.setdefault(zero, []).append(label)
+            return
+        spread = spread_label(value)
+        for salt in range(shape.salts):
+            homes.setdefault(salted_bucket(label, salt, shape.buckets), []).append(spread)
+        own = salted_bucket(label, salt_of(stream, docid, shape.salts), shape.buckets)
+        probes.setdefault(own, []).append(spread)
 
     def _spread(
         self,

@@ -10,15 +10,45 @@ value and is stored under its label in that label's group, so each match is foun
 there once, when its newest document arrives, as a two-block match is in its owner
 edge's group.
 
+**A hot key** ``L`` of value ``v`` (``key_labels``: "store everywhere, probe one").
+A document routed after ``L`` turned hot (post-hot) is stored under the spread label
+``H`` in the group of every salt of ``L`` and probes ``L`` in salt 0's group and ``H``
+in its own salt's group (both, when they are one group); one routed before (pre-hot)
+is stored under ``L`` in salt 0's group and probes ``L`` there. The matching runs one
+pass per key label probed here (``passes``):
+
+* pass ``L``: ``v``'s slice is the documents stored here under ``L`` and under ``H``;
+  a match is kept only when at least one of its documents, the new one included, is
+  stored here under ``L`` (is pre-hot);
+* pass ``H``: ``v``'s slice is the documents stored here under ``H`` only.
+
+Each match is found exactly once. Let ``n`` be its newest document (the one whose
+arrival finds it; every other one was stored before, in every group it was routed to).
+If ``n`` is pre-hot it probes only ``L``, in salt 0's group, where every pre-hot
+document is stored under ``L`` and every post-hot one under ``H``: pass ``L`` finds
+it (``n`` itself is under ``L``). If ``n`` is post-hot and some document of the match
+is pre-hot, only salt 0's group holds that one (under ``L``): pass ``L`` finds it there
+(the post-hot ones are under ``H`` in every group), and pass ``H`` in ``n``'s own
+salt's group cannot (a document is missing from ``H``). If every document is post-hot,
+each is stored under ``H`` in every group: pass ``H`` in ``n``'s own salt's group finds
+it, pass ``L`` rejects it (no document under ``L``), and no other group has ``n``
+probe ``H``. Pass ``L`` of a post-hot document is skipped once every pre-hot document
+here is older than the plans' widest window allows (no match can hold one), so salt
+0's group stops doing the key's whole work when its pre-hot documents age, evicted or
+not; a key is spread only when every keyed plan's windows are finite (``routing``), so
+that this always happens. Eviction is per stored document (``stored``) and a copy is evicted only
+when no later document can join it, so nothing more is needed (docs/architecture.md,
+"Chains keyed by a value").
+
 Where it runs: inside a group's ``process`` (``value_group``), once per new document
 that probes a key label there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from xscl.engine.key_labels import key_label
+from xscl.engine.key_labels import is_spread_label, key_label, spread_label
 from xscl.engine.matcher import Match, match_document
 from xscl.engine.plans import RolePlan
 from xscl.engine.state import DocState
@@ -36,25 +66,56 @@ def value_slice(part: Slice, doc: DocState, value: str) -> None:
             add_to_slice(part, var, doc, node)
 
 
+def passes(new: DocState, probes: frozenset[str]) -> dict[str, tuple[str, set[int]]]:
+    """The key labels ``new`` probes here: label -> (its value, the var ids at which
+    ``new`` holds that value).
+
+    >>> doc = DocState("S", "d", 0, "", 1)
+    >>> doc.value_rows = [(3, "0", "ab"), (4, "1", "cd"), (5, "2", "ab")]
+    >>> passes(doc, frozenset({"#ab", "#*ab", "#ef"}))
+    {'#ab': ('ab', {3, 5}), '#*ab': ('ab', {3, 5})}
+    """
+    out: dict[str, tuple[str, set[int]]] = {}
+    for var, _node, value in new.value_rows:
+        for label in (key_label(value), spread_label(value)):
+            if label in probes:
+                out.setdefault(label, (value, set()))[1].add(var)
+    return out
+
+
 def keyed_matches(
     plans: Sequence[RolePlan],
     new: DocState,
     probes: frozenset[str],
-    label_slice: Callable[[str, str], Slice],
+    homes: frozenset[str],
+    pass_slice: Callable[[str, str], Slice],
+    stored_under: Callable[[str], Mapping[int, int]],
+    reach: int | None,
 ) -> Iterator[Match]:
-    """The matches of the keyed ``plans`` with ``new`` found here (``probes``: what the
-    document probes in this group; ``label_slice(label, value)``: the pairs of
-    ``value`` in the documents stored under ``label``, the group's batch cache)."""
-    keying = {var for var, _node, value in new.value_rows if key_label(value) in probes}
-    if not keying:
-        return
+    """The matches of the keyed ``plans`` with ``new`` found here (``probes``, ``homes``:
+    what the document probes and is stored under in this group;
+    ``pass_slice(label, value)``: the pairs of ``value`` in the documents of the pass of
+    ``label`` (see the module docstring), the group's batch cache;
+    ``stored_under(label)``: sequence number -> timestamp of the documents stored here
+    under ``label``; ``reach``: the plans' widest window, None: INF)."""
+    for label, (value, keying) in passes(new, probes).items():
+        # pass H, or pass L of a pre-hot ``new``: every match; else only those with a
+        # pre-hot document
+        every = is_spread_label(label) or label in homes
+        pre_hot = {} if every else stored_under(label)
+        if not every and not pre_hot:
+            continue  # no pre-hot document here: every match is all post-hot
+        if not every and reach is not None and max(pre_hot.values()) < new.ts - reach:
+            continue  # every pre-hot document is out of every window: the same
+        part = pass_slice(label, value)
 
-    def slice_of(value: str) -> Slice:
-        label = key_label(value)
-        return label_slice(label, value) if label in probes else {}  # else owned elsewhere
+        def slice_of(probed: str, value: str = value, part: Slice = part) -> Slice:
+            return part if probed == value else {}  # another value: its own pass
 
-    for plan in plans:
-        anchor = plan.probe_anchor()
-        if anchor is None or keying.isdisjoint(plan.var_counts[anchor]):
-            continue  # its first probe starts from no key value held here
-        yield from match_document(plan, new, slice_of, _no_scan)
+        for plan in plans:
+            anchor = plan.probe_anchor()
+            if anchor is None or keying.isdisjoint(plan.var_counts[anchor]):
+                continue  # its first probe starts from no key value held here
+            for match in match_document(plan, new, slice_of, _no_scan):
+                if every or any(doc.seq in pre_hot for doc in match[1]):
+                    yield match

@@ -21,9 +21,11 @@ A match found on digests is checked on the real strings before its record is bui
 
 Per batch: the stored documents older than the eviction horizon go first
 (``routed.horizons``); then each new document, in sequence order, is matched and
-stored under its homes; then the second horizon. A value with more than
-``hot_threshold`` documents stored under it here is reported hot: the job spreads it
-over salts from the next batch on (``xscl.engine.routing``).
+stored under its homes; then the second horizon. A value (or key label) with more
+than ``hot_threshold`` documents stored under it here is reported hot: the job spreads
+it over salts from the next batch on (``xscl.engine.routing``; a key label's spread
+label is never reported, ``key_labels``). A keyed chain's match of a hot key is found
+by one pass per key label the new document probes here (``keyed_chains``).
 
 Where it runs: in the Spark job's stateful step, once per group and micro-batch
 (``xscl.spark_plugin.job.join_groups``); in process in the tests.
@@ -40,7 +42,13 @@ from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
 from xscl.engine.groups.time_joins import time_matches
-from xscl.engine.key_labels import is_key_label, key_value
+from xscl.engine.key_labels import (
+    is_key_label,
+    is_spread_label,
+    key_label,
+    key_value,
+    spread_label,
+)
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.partner_reach import partner_reach, partner_reaches
@@ -96,10 +104,40 @@ class ValueGroup:
                 slices[label] = part
             return part
 
+        passes: dict[str, Slice] = {}  # key label L -> the slice of its pass (L and H)
+
+        def pass_slice(label: str, value: str) -> Slice:
+            """The slice of a key label's pass (``keyed_chains``): for a spread label,
+            its own; for a key label, the documents under it and its spread label."""
+            if is_spread_label(label):
+                return label_slice(label, value)
+            part = passes.get(label)
+            if part is None:
+                spread = stored.index.get(spread_label(value), ())
+                if not spread:
+                    return label_slice(label, value)  # only pre-hot documents here
+                part = {}
+                for position in sorted([*stored.index.get(label, ()), *spread]):
+                    value_slice(part, state_of(stored.docs[position]), value)
+                passes[label] = part
+            return part
+
+        under: dict[str, dict[int, int]] = {}  # key label -> seq -> ts stored under it
+
+        def stored_under(label: str) -> dict[int, int]:
+            found = under.get(label)
+            if found is None:
+                entries = (stored.docs[p] for p in stored.index.get(label, ()))
+                found = under[label] = {entry.seq: entry.ts for entry in entries}
+            return found
+
+        keyed_reach = subs.reach(KEYED)
+
         exact = ExactDocs(context.documents, context.records.trees)
         for doc in sorted(docs, key=lambda d: d.seq):
             new = cache.get(doc.seq, doc.data)
             probes = frozenset(doc.probes)
+            homes = frozenset(doc.homes)
             # the variables whose values this document probes here: a plan whose probe
             # starts from none of them can find nothing here (it is owned elsewhere)
             probing = {var for var, _node, value in new.value_rows if value in probes}
@@ -119,7 +157,9 @@ class ValueGroup:
                     if real is not None:  # None: equal digests of different strings
                         yield context.records.record(real)
             found = chain(
-                keyed_matches(keyed, new, probes, label_slice) if keyed else (),
+                keyed_matches(keyed, new, probes, homes, pass_slice, stored_under, keyed_reach)
+                if keyed
+                else (),
                 time_matches(timed, new, doc.probes, stored, state_of) if timed else (),
             )
             for match in found:
@@ -134,9 +174,14 @@ class ValueGroup:
                 kept = partner_reach(reaches, new.nodes) if bases is not None else GROUP_REACH
                 stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data, kept))
                 for label in doc.homes:
+                    under.pop(label, None)
+                    value = key_value(label) if is_key_label(label) else label
                     part = slices.get(label)
                     if part is not None:
-                        value_slice(part, new, key_value(label) if is_key_label(label) else label)
+                        value_slice(part, new, value)
+                    part = passes.get(key_label(value)) if is_key_label(label) else None
+                    if part is not None:
+                        value_slice(part, new, value)
         if bases is not None:
             stored.evict_partners(bases[1], reach)
 
@@ -150,8 +195,8 @@ class ValueGroup:
         threshold = self.context.hot_threshold
         if threshold is None:
             return []
-        # a key label is never spread (``key_labels``): it is not reported
-        return [v for v in self.stored.hot(threshold) if not is_key_label(v)]
+        # a spread label is not reported: its key label is hot already (``key_labels``)
+        return [v for v in self.stored.hot(threshold) if not is_spread_label(v)]
 
 
 def _widest(one: int | None, other: int | None) -> int | None:
