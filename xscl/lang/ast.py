@@ -37,7 +37,7 @@ UNIT_MICROS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """A 1-based source position (line, column) with the absolute offset."""
 
@@ -46,7 +46,7 @@ class Span:
     offset: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeTest:
     """What a step selects: a named element, ``*``, ``@name`` or ``text()``.
 
@@ -66,14 +66,14 @@ class NodeTest:
             raise ValueError("only element and attribute tests take a prefix")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StringLiteral:
     """A quoted string literal; ``value`` is unescaped ('' -> ')."""
 
     value: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NumberLiteral:
     """A decimal number literal, kept exactly."""
 
@@ -83,7 +83,7 @@ class NumberLiteral:
 LiteralValue = StringLiteral | NumberLiteral
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     """One location step: axis, node test, optional binding, predicates."""
 
@@ -94,21 +94,21 @@ class Step:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RelPath:
     """A path relative to the context node; no steps means ``.`` itself."""
 
     steps: tuple[Step, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PathPredicate:
     """``[path]``: the path selects at least one node (existential)."""
 
     path: RelPath
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ComparisonPredicate:
     """``[path op literal]``: some node the path selects compares true."""
 
@@ -117,7 +117,7 @@ class ComparisonPredicate:
     literal: LiteralValue
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FunctionPredicate:
     """``[fn(...)]``: an XPath 2.0 expression kept as text (elementpath evaluates it).
 
@@ -131,7 +131,7 @@ class FunctionPredicate:
 Predicate = PathPredicate | ComparisonPredicate | FunctionPredicate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Block:
     """A tree pattern on one document of ``stream``; no steps = the root element."""
 
@@ -140,7 +140,7 @@ class Block:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Window:
     """A join window: ``amount`` in ``unit``, or unbounded when ``amount`` is None (INF)."""
 
@@ -159,7 +159,7 @@ class Window:
         return int(self.amount * UNIT_MICROS[self.unit])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Equality:
     """``left = right`` between two variables (value join on string values).
 
@@ -173,7 +173,7 @@ class Equality:
     right_span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JoinOp:
     """The operator between block i and block i+1: kind, predicate, window.
 
@@ -186,7 +186,7 @@ class JoinOp:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Query:
     """One XSCL query: blocks joined left-associatively by ``ops``.
 
@@ -210,7 +210,7 @@ class Query:
             raise ValueError("a query needs exactly one operator between blocks")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueryFile:
     """A parsed ``.xscl`` file: namespace declarations and queries in file order."""
 

@@ -27,7 +27,7 @@ from xscl.templates.graph_minor import reduce_join_graph
 from xscl.templates.join_graph import build_join_graph
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TemplateAssignment:
     """A query's template plus what fills each of its meta-variables."""
 

@@ -24,7 +24,7 @@ from xscl.templates.assign import TemplateAssignment, assign_template
 from xscl.templates.canonical import Template
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueryRow:
     """One row of a query table R_T."""
 

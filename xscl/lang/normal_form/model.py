@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from xscl.lang.ast import Block, JoinKind, Query
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VarDef:
     """Canonical variable identity: a filter-only absolute path (``Block`` with no ``var``).
 
@@ -50,7 +50,7 @@ class VarDef:
         return self.path.stream
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PatternVar:
     """One variable of a normalised block: its query-local name and definition."""
 
@@ -59,7 +59,7 @@ class PatternVar:
     generated: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NormalBlock:
     """One block after normalisation: a tree of pattern variables.
 
@@ -81,7 +81,7 @@ class NormalBlock:
     first_step: VarDef | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NormalOp:
     """The operator between the composite of blocks 0..i and block i+1."""
 
@@ -89,7 +89,7 @@ class NormalOp:
     window_micros: int | None  # None = INF
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NormalEquality:
     """``left = right`` on string values; ``left`` is in a block not after ``right``'s.
 
@@ -105,7 +105,7 @@ class NormalEquality:
     right_block: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NormalQuery:
     """A query in value-join normal form with canonical variable identities."""
 

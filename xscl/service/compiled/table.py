@@ -93,7 +93,7 @@ SCHEMA = pa.schema(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompiledQuery:
     """One query ready to register: its normal form and its template assignment."""
 
