@@ -147,16 +147,13 @@ class ValueGroup:
                     return {}  # owned by the group of that value
                 return label_slice(value, value)
 
-            for plan, anchor in anchors:
-                if anchor is None or probing.isdisjoint(plan.var_counts[anchor]):
-                    continue
-                for match in match_document(plan, new, slice_of, _no_scan):
-                    if not subs.sees(match):
-                        continue
-                    real = exact.match(match)
-                    if real is not None:  # None: equal digests of different strings
-                        yield context.records.record(real)
             found = chain(
+                (
+                    match
+                    for plan, anchor in anchors
+                    if anchor is not None and not probing.isdisjoint(plan.var_counts[anchor])
+                    for match in match_document(plan, new, slice_of, _no_scan)
+                ),
                 keyed_matches(keyed, new, probes, homes, pass_slice, stored_under, keyed_reach)
                 if keyed
                 else (),
@@ -166,7 +163,7 @@ class ValueGroup:
                 if not subs.sees(match):
                     continue
                 real = exact.match(match)
-                if real is not None:
+                if real is not None:  # None: equal digests of different strings
                     yield context.records.record(real)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
                 # without lateness nothing is evicted: the group's reach, should a later
