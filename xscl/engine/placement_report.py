@@ -57,17 +57,10 @@ _CHAIN_WHY = (
 def placement_report(queries: Sequence[Query]) -> str:
     """One line per query: where the Spark job evaluates it, and why."""
     shapes = ShapeMemo()
-    assignments = {q.qid: shapes.assignment(shapes.normal(q)) for q in queries}
+    normals = {q.qid: shapes.normal(q) for q in queries}
+    assignments = {qid: shapes.assignment(normal) for qid, normal in normals.items()}
     places = place_queries(
-        {
-            q.qid: Placeable(
-                assignments[q.qid].template,
-                frozenset(block.stream for block in q.blocks),
-                q.publish,
-                all(op.window_micros is not None for op in shapes.normal(q).ops),
-            )
-            for q in queries
-        }
+        {qid: Placeable.of(normals[qid], a.template) for qid, a in assignments.items()}
     )
     chain_published = {q.publish for q in queries if q.publish and places[q.qid] == CHAIN}
     lines = [

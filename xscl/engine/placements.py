@@ -52,9 +52,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from xscl.templates.canonical import Template
+
+if TYPE_CHECKING:
+    from xscl.lang.normal_form.model import NormalQuery
 
 Placement = Literal["all", "stateless", "value", "time", "keyed", "chain"]
 ALL: Placement = "all"
@@ -157,6 +160,17 @@ class Placeable:
     reads: frozenset[str]
     publishes: str | None
     bounded: bool
+
+    @classmethod
+    def of(cls, normal: NormalQuery, template: Template) -> Placeable:
+        """A query's, from its normal form and its template."""
+        query = normal.query
+        return cls(
+            template,
+            frozenset(block.stream for block in query.blocks),
+            query.publish,
+            all(op.window_micros is not None for op in normal.ops),
+        )
 
 
 def place_queries(queries: Mapping[str, Placeable]) -> dict[str, Placement]:

@@ -85,7 +85,9 @@ class JobQueries:
             self.added_at.pop(qid, None)
             subs.remove_query(qid)
         changed = {q for q, c in self.queries.items() if before.get(q) is not c}
-        places = place_queries({qid: _placeable(c) for qid, c in self.queries.items()})
+        places = place_queries(
+            {qid: Placeable.of(c.normal, c.assignment.template) for qid, c in self.queries.items()}
+        )
         for qid, compiled in self.queries.items():
             where = places[qid]
             if qid in changed or subs.placement.get(qid) != where:
@@ -104,17 +106,6 @@ class JobQueries:
         """
         for qid, event in self.added_at.items():
             self.subscriptions.since[qid] = offsets[event] * SEQ_STRIDE
-
-
-def _placeable(compiled: CompiledQuery) -> Placeable:
-    """What placing a compiled query needs (``placements.place_queries``)."""
-    query = compiled.query
-    return Placeable(
-        compiled.assignment.template,
-        frozenset(b.stream for b in query.blocks),
-        query.publish,
-        all(op.window_micros is not None for op in compiled.normal.ops),
-    )
 
 
 #: The applied-folder key of a set built before any offset was recorded (``prebuild``).
