@@ -10,8 +10,9 @@ event-time order; a third of the queries three-block chains keyed by one author 
 one category (the job partitions them by that value), a fifth chains joined by two
 values, a fifth joins without a value (``{TRUE, 1h}``), the rest PUBLISH pairs (a
 query publishing pairs of posts by one author, another joining that stream). The
-chains joined by two values and the PUBLISH pairs run in the job's chain group (one
-partition); the others are spread over the value groups.
+chains joined by two values run in the job's chain group (one partition); the others
+are spread over the value groups, the PUBLISH pairs' second query reading what the
+first publishes from the job's published spool, a micro-batch later.
 
 Each checkout runs ``benchmarks/spark_rss/run.py --workloads chains`` of *this*
 checkout (so every checkout gets the same queries and items) with ``PYTHONPATH`` on

@@ -275,7 +275,13 @@ class Pair:
         from xscl.service.pair.epochs import batch_end_offset
 
         checkpoint = self.home / "checkpoints" / "xscl" / folder.name
-        return batch_end_offset(checkpoint, int(marker["batch"])) == spooled
+        batch = int(marker["batch"])
+        # and every document the join groups PUBLISHed was read by a committed batch
+        published = SpoolReader(self.home / "state" / "xscl" / "published").next_offset()
+        return (
+            batch_end_offset(checkpoint, batch) == spooled
+            and batch_end_offset(checkpoint, batch, "published") == published
+        )
 
     def close(self) -> None:
         self.stop_all()

@@ -145,9 +145,13 @@ def test_explain_says_where_the_job_evaluates_each_query(
     where = capsys.readouterr().out.split("Where `xscl serve` evaluates each query")[1]
     lines = dict(line.strip().split(": ", 1) for line in where.splitlines()[1:] if line.strip())
     assert lines["advisory_coverage"] == "the value groups, partitioned by the value of cve = term"
-    assert lines["busy_author"].startswith("the chain group: one partition")
-    assert lines["busy_author"].endswith("PUBLISHes busy_authors from two or more blocks")
-    assert lines["busy_then_release"].endswith("reads a stream the chain group publishes")
+    assert lines["busy_author"] == (
+        "the value groups, partitioned by the value of a1 = a2; its results are documents "
+        "of busy_authors from the next micro-batch"
+    )
+    assert lines["busy_then_release"] == (
+        "the value groups, partitioned by time buckets of its window"
+    )
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def _built(registry: Path, version: int) -> dict[str, Any]:
     }
 
 
-@examples(40, suppress=[HealthCheck.function_scoped_fixture])
+@examples(25, suppress=[HealthCheck.function_scoped_fixture])
 @given(workload=workloads(queries=(1, 5)))
 def test_engines_from_the_table_equal_engines_from_the_texts(
     tmp_path_factory: Any, workload: Workload

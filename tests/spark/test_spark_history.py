@@ -127,8 +127,8 @@ def test_an_inf_window_is_followed_from_the_scan_s_checkpoint(spark: Any, tmp_pa
     (work,) = scanner.kept.values()
     logged = (work.folder / "checkpoint" / "offsets").glob("[0-9]*")
     offsets = sorted(logged, key=lambda path: int(path.name))
-    assert '{"offset":20}' in offsets[-1].read_text().replace(" ", "")
-    assert '{"offset":15}' in offsets[-2].read_text().replace(" ", "")
+    assert '{"offset":20,"published":0}' in offsets[-1].read_text().replace(" ", "")
+    assert '{"offset":15,"published":0}' in offsets[-2].read_text().replace(" ", "")
     history = list(read_results(tmp_path / "history" / "2"))
     live = [r for r in read_results(output) if r["query"] == "same_tag"]
     span = history_span(SpoolReader(spool_path), 10, 15_000_000)

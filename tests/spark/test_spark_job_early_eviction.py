@@ -55,7 +55,7 @@ def _documents(rng: random.Random, count: int) -> list[Document]:
     return docs
 
 
-@examples(50, suppress=[HealthCheck.function_scoped_fixture])
+@examples(35, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(4, 40),

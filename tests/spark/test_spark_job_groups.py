@@ -3,9 +3,11 @@
 Each micro-batch's spool records go through the job's source (``RoutedStreamReader.read``:
 Stage 1, lateness, routing), the routed rows are grouped by key and handed to ``JoinGroups`` with an
 in-memory stand-in for Spark's ``GroupState`` — what ``applyInPandasWithState`` does,
-minus Spark. This makes the join groups cheap enough to check against the reference
-on many generated workloads, batch cuts and lateness settings (Hypothesis), and to
-pin rules such as eviction by hand.
+minus Spark. What the groups publish is appended to the published spool after each
+batch, as the sink's commit does, and read by the next one, until none is new. This
+makes the join groups cheap enough to check against the reference on many generated
+workloads, batch cuts and lateness settings (Hypothesis), and to pin rules such as
+eviction by hand.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.compile_job import compile_in_process
 from xscl.spark_plugin.job.join_groups import JoinGroups
 from xscl.spark_plugin.job.placement import group_keys
-from xscl.spark_plugin.job.routed_source import RoutedStreamReader, RouteTask
-from xscl.spark_plugin.spool_source import SpoolOptions, SpoolRange
+from xscl.spark_plugin.job.routed_source import ROUTED_SCHEMA, RoutedStreamReader, RouteTask
+from xscl.spark_plugin.job.sink import append_published
+from xscl.spark_plugin.spool_source import SpoolOptions, committed_end
 
 
 class MemoryState:
@@ -89,19 +92,31 @@ def run_job(
         str(registry), group_keys(8, 3), 1, lateness, str(work / "results"), part_format,
         feed_entries,
     )  # fmt: skip
-    source = RoutedStreamReader(SpoolOptions.parse({"path": str(work / "spool")}), route)
-    groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts)
+    published = str(work / "published")
+    options = SpoolOptions.parse({"path": str(work / "spool"), "registry": str(registry)})
+    source = RoutedStreamReader(options, route, published)
+    groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts, published=published)
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
     dead: list[dict[str, Any]] = []
     bounds = sorted({0, end, *(c for c in cuts if 0 < c < end)})
-    for start, stop in itertools.pairwise(bounds):
-        routed = pa.Table.from_batches(list(source.read(SpoolRange(start, stop, 1)))).to_pandas()
+    spans = list(itertools.pairwise(bounds))
+    read = 0  # published records read so far
+    while spans or committed_end(published) > read:
+        # one micro-batch, planned as the source plans it: the next input span (none
+        # once they are all read) and every record the last batches published
+        start, stop = spans.pop(0) if spans else (end, end)
+        ends = {"offset": stop, "published": committed_end(published)}
+        ranges = source.partitions({"offset": start, "published": read}, ends)
+        read = ends["published"]
+        batches = [b for r in ranges for b in source.read(r)]
+        routed = pa.Table.from_batches(batches, schema=ROUTED_SCHEMA).to_pandas()
+        to_publish: list[Document] = []
         for key, rows in routed.groupby("group", sort=True):
             state = states.setdefault(int(key), MemoryState())
             entries: list[tuple[str, str, int, bytes]] = []
             for out in groups((int(key),), iter([rows.reset_index(drop=True)]), state):
-                for kind, query, result_id, end, line in zip(
+                for kind, query, result_id, end_ts, line in zip(
                     out["kind"],
                     out["query"],
                     out["result_id"],
@@ -114,10 +129,14 @@ def run_job(
                             assert record["result_id"] not in results, "a result found twice"
                             results[record["result_id"]] = record
                     elif kind == "entry-at":
-                        entries.append((query, result_id, int(end), line))
+                        entries.append((query, result_id, int(end_ts), line))
                     elif kind == "dead":
                         dead.append(json.loads(line))
+                    elif kind == "publish":
+                        to_publish.append(Document(query, result_id, int(end_ts), line.decode()))
             check_entries(entries, results, feed_entries)
+        if to_publish:
+            append_published(published, to_publish)
     return results, dead
 
 
@@ -168,7 +187,7 @@ def test_the_join_groups_follow_the_rule(tmp_path: Path, rule: Rule) -> None:
     assert dead == []
 
 
-@examples(150, suppress=[HealthCheck.function_scoped_fixture])
+@examples(100, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     workload=workloads(documents=(1, 16)),
     cuts=st.lists(st.integers(1, 17), max_size=5),

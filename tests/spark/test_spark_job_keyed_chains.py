@@ -91,7 +91,7 @@ def _queries(tmp_path: Path, text: str) -> Any:
     return LiveQueries().at(str(tmp_path / "registry"), 1)
 
 
-@examples(60, suppress=[HealthCheck.function_scoped_fixture])
+@examples(40, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(3, 22),
@@ -235,7 +235,7 @@ def test_a_key_turned_hot_halfway_is_spread(
     assert len(salts) > 1
 
 
-@examples(40, suppress=[HealthCheck.function_scoped_fixture])
+@examples(30, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(3, 22),

@@ -1,14 +1,15 @@
-"""Results PUBLISHed by one-block queries are documents of their stream made where
-Stage 1 runs (``engine.routing``), and routed like any other document: their readers
-are placed by their own templates (value, time, keyed, stateless), not in the chain
-group (``placements.place_queries``). Through the job's executor functions without
-Spark (``test_spark_job_groups.run_job``) against ``xscl.reference``, and on the
-shared ``local[2]`` session.
+"""PUBLISHed results are documents of their stream, routed like any other document:
+publishers and readers are placed by their own templates (value, time, keyed,
+stateless, chain), never moved to the chain group (``placements.place_queries``).
+Through the job's executor functions without Spark (``test_spark_job_groups.run_job``)
+against ``xscl.reference``, and on the shared ``local[2]`` session.
 
-A published result is numbered right after its cause (``seq`` + 1, + 2, ...), takes the
-cause's newest timestamp, is never late, and carries its XML to the value groups (the
-spool does not hold it). A stream published by a query of two or more blocks is still
-fed back inside the chain group, with its readers.
+A one-block query's result is made where Stage 1 runs: it is numbered right after its
+cause (``seq`` + 1, + 2, ...), takes the cause's newest timestamp, is never late, and
+carries its XML to the value groups. What a join group publishes is appended to the
+job's published spool by the batch's commit and read by the next micro-batch
+(``routed_source``), numbered from ``keys.PUBLISHED_BASE``: chains of such publishers
+take a batch per hop, and an ``availableNow`` run goes on until none is new.
 """
 
 from __future__ import annotations
@@ -25,20 +26,16 @@ from hypothesis import strategies as st
 from tests.profiles import examples
 from tests.spark.jobkit import reference_by_id
 from tests.spark.test_spark_job_groups import run_job
-from tests.spark.test_spark_job_time_joins import _Spool
 from xscl.connectors.document import Document, write_envelopes
-from xscl.engine.groups.chain_group import ChainGroup
-from xscl.engine.groups.decoded import DecodedDocs
-from xscl.engine.groups.keys import CHAIN_GROUP, CHAIN_PUBLISHED, SEQ_STRIDE
-from xscl.engine.groups.routed import GroupContext, RoutedDoc
-from xscl.engine.output import DocumentTrees
+from xscl.connectors.spool import Spool
 from xscl.engine.placements import CHAIN, KEYED, STATELESS, TIME, VALUE
-from xscl.engine.records import RecordBuilder
-from xscl.engine.routing import Router, RouteShape
 from xscl.lang.parser import parse_queries
 from xscl.service.live_queries import LiveQueries
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import run_batch
+from xscl.spark_plugin.job.routed_source import RoutedStreamReader, RouteTask
+from xscl.spark_plugin.job.sink import append_published
+from xscl.spark_plugin.spool_source import SpoolOptions, committed_end, read_records
 
 SECOND = 1_000_000
 QUERIES = """\
@@ -51,11 +48,17 @@ keyed: P/result/item[./a->x] FOLLOWED BY {x = y, 6s} T//item[./a->y]
        FOLLOWED BY {y = z, 6s} S//item[./a->z];
 plain: Q/result//item[./a = 'v1'];
 twice: P/result/item[./a->x] JOIN {x = y, 4s} S//item[./a->y] PUBLISH R;
-reads_r: R/result/item[./a->u] FOLLOWED BY {u = v, 8s} T//item[./a->v];
+reads_r: R/result/item[./a->u] FOLLOWED BY {u = v, 8s} T//item[./a->v] PUBLISH Z;
+reads_z: Z/result/item[./b->k] JOIN {k = l, 3s} S//item[./b->l];
+fans: S//item[./a->x][./b->p] FOLLOWED BY {x = y, 6s} T//item[./a->y]
+      FOLLOWED BY {p = q, 6s} S//item[./b->q] PUBLISH C;
+reads_c: C/result/item[./b->m] JOIN {m = n, 5s} T//item[./b->n];
+one_of_r: R/result/item[./b = 'w1'];
 """
 PLACED = {
     "alert": STATELESS, "other": STATELESS, "again": STATELESS, "pair": VALUE,
-    "near": TIME, "keyed": KEYED, "plain": STATELESS, "twice": CHAIN, "reads_r": CHAIN,
+    "near": TIME, "keyed": KEYED, "plain": STATELESS, "twice": VALUE, "reads_r": VALUE,
+    "reads_z": VALUE, "fans": CHAIN, "reads_c": VALUE, "one_of_r": STATELESS,
 }  # fmt: skip
 
 
@@ -69,7 +72,7 @@ def _documents(rng: random.Random, count: int) -> list[Document]:
     return docs
 
 
-def test_the_readers_of_stateless_publishers_are_placed_by_their_templates(
+def test_publishers_and_readers_are_placed_by_their_templates(
     tmp_path: Path,
 ) -> None:
     log = SubscriptionLog(tmp_path / "registry")
@@ -79,7 +82,7 @@ def test_the_readers_of_stateless_publishers_are_placed_by_their_templates(
     assert subs.placement == PLACED
 
 
-@examples(60, suppress=[HealthCheck.function_scoped_fixture])
+@examples(40, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(2, 20),
@@ -116,43 +119,49 @@ def test_published_streams_on_spark(spark: Any, tmp_path: Path) -> None:
     assert len(got) == len({r["result_id"] for r in got}), "a result written twice"
     expected = reference_by_id(tmp_path, QUERIES, docs)
     assert {r["result_id"]: r for r in got} == expected
-    assert {r["query"] for r in got} >= {"pair", "near", "keyed", "plain", "reads_r"}
+    assert {r["query"] for r in got} >= {
+        "pair", "near", "keyed", "plain", "reads_r", "reads_z", "reads_c", "one_of_r"
+    }  # fmt: skip
 
 
-def test_published_documents_never_share_a_number(tmp_path: Path) -> None:
-    """A result published where Stage 1 runs and one the chain group publishes from the
-    same spool record get different numbers: the chain group rebuilds its state from
-    a worker's decoded documents by number (``groups.decoded``), batch after batch."""
+def test_a_replayed_commit_publishes_nothing_twice(tmp_path: Path) -> None:
+    """The published spool keeps the first (stream, result id): a batch replayed after
+    a crash between its appends and its marker appends nothing new."""
+    path = str(tmp_path / "published")
+    docs = [Document("R", f"r{n}", n * SECOND, f"<result n='{n}'/>") for n in range(3)]
+    append_published(path, docs[:2])
+    append_published(path, list(reversed(docs)))  # the replay, and one new result
+    assert committed_end(path) == 3
+    assert [(o, d.docid) for o, d in read_records(path, 0, 3)] == [(0, "r0"), (1, "r1"), (2, "r2")]
+
+
+def test_the_source_reads_every_published_record_with_the_input(tmp_path: Path) -> None:
+    """Offsets ``{"offset", "published"}``: the input's end is limited, the published
+    spool's is not; its ranges take the version the input's first offset sets; an
+    offset from a job started before (no ``published``) reads as 0."""
+    with Spool(tmp_path / "spool", sync=False) as spool:
+        spool.append(_documents(random.Random(1), 10))
+    published = str(tmp_path / "published")
+    append_published(published, [Document("R", f"r{n}", n, "<result/>") for n in range(4)])
     log = SubscriptionLog(tmp_path / "registry")
     log.subscribe(QUERIES, source="q.xscl")
-    log.record_applied(1, 0)
-    queries = LiveQueries().at(str(tmp_path / "registry"), 1)
-    subs = queries.subscriptions
-    docs = _documents(random.Random(3), 24)
-    router = Router(
-        RouteShape((0, 1, 2, 3), 1, None), subs, queries.routing(), RecordBuilder(subs.record_plan)
+    options = SpoolOptions.parse(
+        {"path": str(tmp_path / "spool"), "maxRecordsPerBatch": "6", "registry": str(log.folder)}
     )
-    decoded = DecodedDocs()
-    snapshot: bytes | None = None
-    got: list[str] = []
-    seqs: set[int] = set()
-    for n, doc in enumerate(docs):  # one document per batch, one shared decoded cache
-        out = router.route(n, doc.stream, doc.docid, doc.ts_micros, doc.xml, None)
-        rows = [
-            RoutedDoc(out.seq if r.seq is None else r.seq, out.newest, r.homes, r.probes, r.data)
-            for r in out.rows
-            if r.group == CHAIN_GROUP
-        ]
-        records = RecordBuilder(subs.record_plan, DocumentTrees())
-        context = GroupContext(subs, _Spool(docs), records, None, None, decoded, None, CHAIN_GROUP)
-        group = ChainGroup(snapshot, context)
-        got.extend(r.result_id for r in group.process(rows))
-        snapshot = group.snapshot()
-        numbers = [entry.seq for entry in group.stored.docs]
-        assert len(numbers) == len(set(numbers)), "two stored documents share a number"
-        seqs.update(numbers)
-    expected = reference_by_id(tmp_path, QUERIES, docs)
-    chain = {rid for rid, r in expected.items() if r["query"] in ("twice", "reads_r")}
-    assert set(got) == chain and chain
-    assert any(seq % SEQ_STRIDE >= CHAIN_PUBLISHED for seq in seqs)  # R, published there
-    assert any(1 < seq % SEQ_STRIDE < CHAIN_PUBLISHED for seq in seqs)  # P, routed here
+    route = RouteTask(str(log.folder), (0,), 1, None, str(tmp_path / "out"), "jsonl", 2)
+    reader = RoutedStreamReader(options, route, published)
+    start = reader.initialOffset()
+    assert start == {"offset": 0, "published": 0}
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert end == {"offset": 6, "published": 4}
+    ranges = reader.partitions(start, end)
+    assert [r.published for r in ranges] == [False, True]
+    assert {r.version for r in ranges} == {1}
+    assert {(r.newest_before, r.earliest) for r in ranges} == {(None, 0)}  # nothing before
+    assert reader.latestOffset({"offset": 6}, reader.getDefaultReadLimit()) == {
+        "offset": 10, "published": 4,
+    }  # fmt: skip
+    late = reader.partitions({"offset": 10, "published": 2}, {"offset": 10, "published": 4})
+    newest = max(d.ts_micros for d in _documents(random.Random(1), 10))
+    got = [(r.published, r.start, r.end, r.version, r.newest_before, r.earliest) for r in late]
+    assert got == [(True, 2, 4, 1, newest, 0)]

@@ -127,7 +127,7 @@ def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
         reads.append(time.monotonic())
         primary = {"pid": 1, "host": "h", "epoch": 3, "holder": "x", "expires": 0.0,
                    "live": True}
-        return JobStatus("job", primary, [{"pid": 2}], 7, 40, 55, 15, 12)
+        return JobStatus("job", primary, [{"pid": 2}], 7, 40, 55, 15, 2, 12)
 
     register_status_source(spark, read)
     register_status_source(spark, read)  # a second job of the process replaces the first
@@ -137,7 +137,7 @@ def test_status_figures_are_gauges_of_sparks_metrics_system(spark: Any) -> None:
     gauges = source.metricRegistry().getGauges()
     got = {name: gauges.get(name).getValue() for name in GAUGES}
     assert got == {"epoch": 3, "standbys": 1, "last_batch": 7, "committed_offset": 40,
-                   "spool_head": 55, "lag": 15, "results": 12}
+                   "spool_head": 55, "lag": 15, "published_lag": 2, "results": 12}
     assert len(reads) == 1  # one read of the home serves every gauge for a second
 
 

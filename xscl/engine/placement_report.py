@@ -14,6 +14,7 @@ before subscribing thousands of them.
 ... ever: S//item JOIN {TRUE, INF} T//item;
 ... two: S//item[./a->x][./b->p] JOIN {x = y, 1h} T//item[./a->y]
 ...      JOIN {p = q, 1h} U//item[./b->q];
+... busy: S//item[./a->x] JOIN {x = y, 1h} S//item[./a->y] PUBLISH B;
 ... '''
 >>> print(placement_report(parse_queries(text)))  # doctest: +NORMALIZE_WHITESPACE
 Where `xscl serve` evaluates each query (docs/architecture.md, "The join state partitioned"):
@@ -27,6 +28,8 @@ Where `xscl serve` evaluates each query (docs/architecture.md, "The join state p
   two: the chain group: one partition holding every document of its streams
     (docs/architecture.md, "The chain group"), because no class of equal values joins
     all its 3 blocks
+  busy: the value groups, partitioned by the value of x = y; its results are documents
+    of B from the next micro-batch
 """
 
 from __future__ import annotations
@@ -62,26 +65,28 @@ def placement_report(queries: Sequence[Query]) -> str:
     places = place_queries(
         {qid: Placeable.of(normals[qid], a.template) for qid, a in assignments.items()}
     )
-    chain_published = {q.publish for q in queries if q.publish and places[q.qid] == CHAIN}
     lines = [
         "Where `xscl serve` evaluates each query "
         '(docs/architecture.md, "The join state partitioned"):'
     ]
     for query in queries:
-        reads = any(block.stream in chain_published for block in query.blocks)
-        why = _why(places[query.qid], assignments[query.qid], query, reads)
+        why = _why(places[query.qid], assignments[query.qid])
+        if query.publish is not None:
+            why += f"; {_published(places[query.qid], query.publish)}"
         lines.append(f"  {query.qid}: {why}")
     return "\n".join(lines)
 
 
-def _why(where: str, assignment: TemplateAssignment, query: Query, reads: bool) -> str:
+def _published(where: str, stream: str) -> str:
+    """Where a query's PUBLISHed results become documents of ``stream``."""
+    if where == STATELESS:
+        return f"its results are documents of {stream} made there"
+    return f"its results are documents of {stream} from the next micro-batch"
+
+
+def _why(where: str, assignment: TemplateAssignment) -> str:
     template, names = assignment.template, assignment.names
     if where == STATELESS:
-        if query.publish is not None:
-            return (
-                f"where Stage 1 runs, with no join state (one block); its results are "
-                f"documents of {query.publish} made there"
-            )
         return "where Stage 1 runs, with no join state (one block)"
     if where == VALUE:
         edge = owner_edge(template)
@@ -93,10 +98,6 @@ def _why(where: str, assignment: TemplateAssignment, query: Query, reads: bool) 
         key = " = ".join(names[m] for m in key_class(template))
         return f"the value groups, partitioned by the value of {key} (a keyed chain)"
     assert where == CHAIN
-    if query.publish is not None:
-        return f"{_CHAIN_WHY}, because it PUBLISHes {query.publish} from two or more blocks"
-    if reads:
-        return f"{_CHAIN_WHY}, because it reads a stream the chain group publishes"
     if template.block_count == 2:
         return f"{_CHAIN_WHY}, because its join has no value condition and an INF window"
     return (

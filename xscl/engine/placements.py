@@ -4,16 +4,13 @@ Every query is *placed* by what a partition needs to evaluate it, so one templat
 queries may sit in several places (a PUBLISH query shares its template with plain
 ones). The in-process engine keeps one state and places everything in ``ALL``.
 
-* ``STATELESS``: one block, reading no stream the chain group publishes. A result is
-  one document: evaluated where Stage 1 runs, with no state at all. The results a
-  stateless query PUBLISHes are documents of their stream made right there
-  (``routing``), routed like any other document: a published stream is *routed* when
-  every query publishing it is stateless (``place_queries``).
-* ``VALUE``: two blocks joined by a value equality (the ``owner_edge``), publishing
-  nothing and reading no stream the chain group publishes. A match is owned by the
-  owner edge's string value: the older document is stored in the group of that value,
-  and the newer one probes it there, so each result is found in exactly one group
-  (thesis 6.5's R_L slices, partitioned).
+* ``STATELESS``: one block. A result is one document: evaluated where Stage 1 runs,
+  with no state at all. The results a stateless query PUBLISHes are documents of
+  their stream made right there (``routing``), routed like any other document.
+* ``VALUE``: two blocks joined by a value equality (the ``owner_edge``). A match is
+  owned by the owner edge's string value: the older document is stored in the group
+  of that value, and the newer one probes it there, so each result is found in
+  exactly one group (thesis 6.5's R_L slices, partitioned).
 * ``TIME``: two blocks joined by no value equality, with a finite window
   (``A JOIN {TRUE, 1h} B``). A match is owned by the time bucket of its older
   document (``time_buckets``): each document is stored in the group of its own
@@ -25,25 +22,25 @@ ones). The in-process engine keeps one state and places everything in ``ALL``.
   that class, so the match is owned by that value as a two-block match by its owner
   edge's: each document is stored under it in its group, and the newest one finds
   the others there.
-* ``CHAIN``: everything else: three or more blocks without such a class, ``{TRUE,
-  INF}`` joins, queries of two or more blocks that PUBLISH, and the queries reading a
-  stream one of those publishes (the chain group feeds their results back itself).
+* ``CHAIN``: everything else: three or more blocks without such a class, and ``{TRUE,
+  INF}`` joins.
+
+Where a query reads from, and whether it PUBLISHes, does not place it: what a join
+group publishes is appended to the job's published spool when its batch commits, and
+routed like any document in the next micro-batch (docs/architecture.md, "Published
+streams").
 
 >>> from xscl.templates.canonical import Template
 >>> one = Template((), (0,), (-1,), (True,), ())
 >>> two = Template(("JOIN",), (0, 0, 1, 1), (-1, 0, -1, 2), (True, False, True, False), ((1, 3),))
->>> placement_of(one, reads_chain_published=False, publishes=True), owner_edge(two)
-('stateless', (1, 3))
->>> placement_of(two, reads_chain_published=False, publishes=True)
-'chain'
+>>> placement_of(one), placement_of(two), owner_edge(two)
+('stateless', 'value', (1, 3))
 >>> true = Template(("JOIN",), (0, 1), (-1, -1), (True, True), ())
->>> placement_of(true, reads_chain_published=False, publishes=False, bounded=True)
-'time'
->>> placement_of(true, reads_chain_published=False, publishes=False, bounded=False)
-'chain'
+>>> placement_of(true, bounded=True), placement_of(true, bounded=False)
+('time', 'chain')
 >>> three = Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
 ...                  ((0, 1), (1, 2)))
->>> placement_of(three, reads_chain_published=False, publishes=False)
+>>> placement_of(three)
 'keyed'
 """
 
@@ -132,18 +129,11 @@ def key_edge(template: Template, role: int) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=4096)  # a few templates: placing 100k queries asks it 100k times
-def placement_of(
-    template: Template, *, reads_chain_published: bool, publishes: bool, bounded: bool = False
-) -> Placement:
+def placement_of(template: Template, *, bounded: bool = False) -> Placement:
     """Where a query of ``template`` is evaluated (see the module docstring);
-    ``reads_chain_published``: it reads a stream a chain-placed query publishes;
     ``bounded``: every window of the query is finite."""
-    if reads_chain_published:
-        return CHAIN
     if template.block_count == 1:
         return STATELESS
-    if publishes:
-        return CHAIN
     if owner_edge(template) is not None:
         return VALUE
     if template.block_count > 2 and key_class(template):
@@ -153,61 +143,23 @@ def placement_of(
 
 @dataclass(frozen=True)
 class Placeable:
-    """What placing a query needs: its template, the streams its blocks read, what it
-    PUBLISHes, whether every window is finite."""
+    """What placing a query needs: its template, and whether every window is finite."""
 
     template: Template
-    reads: frozenset[str]
-    publishes: str | None
     bounded: bool
 
     @classmethod
     def of(cls, normal: NormalQuery, template: Template) -> Placeable:
         """A query's, from its normal form and its template."""
-        query = normal.query
-        return cls(
-            template,
-            frozenset(block.stream for block in query.blocks),
-            query.publish,
-            all(op.window_micros is not None for op in normal.ops),
-        )
+        return cls(template, all(op.window_micros is not None for op in normal.ops))
 
 
 def place_queries(queries: Mapping[str, Placeable]) -> dict[str, Placement]:
-    """Every query's placement, together: whether a query reads a stream the chain group
-    publishes depends on where that stream's publishers are placed, and a one-block
-    publisher reading such a stream is itself placed in the chain group. The streams
-    chain-placed queries publish only grow from pass to pass, so this ends (PUBLISH
-    cycles are refused at subscribe).
+    """Every query's placement: each by its own template and windows.
 
     >>> one = Template((), (0,), (-1,), (True,), ())
     >>> two = Template(("JOIN",), (0, 1), (-1, -1), (True, True), ((0, 1),))
-    >>> placed = place_queries({
-    ...     "pub": Placeable(one, frozenset({"S"}), "P", True),
-    ...     "reads_p": Placeable(two, frozenset({"P", "S"}), None, True),
-    ...     "pair": Placeable(two, frozenset({"S"}), "Q", True),
-    ...     "reads_q": Placeable(one, frozenset({"Q"}), "R", True),
-    ...     "reads_r": Placeable(two, frozenset({"R", "S"}), None, True),
-    ... })
-    >>> [placed[q] for q in ("pub", "reads_p", "pair", "reads_q", "reads_r")]
-    ['stateless', 'value', 'chain', 'chain', 'chain']
+    >>> place_queries({"pub": Placeable(one, True), "pair": Placeable(two, True)})
+    {'pub': 'stateless', 'pair': 'value'}
     """
-    chain_published: frozenset[str] = frozenset()
-    while True:
-        placed = {
-            qid: placement_of(
-                q.template,
-                reads_chain_published=not q.reads.isdisjoint(chain_published),
-                publishes=q.publishes is not None,
-                bounded=q.bounded,
-            )
-            for qid, q in queries.items()
-        }
-        now = frozenset(
-            q.publishes
-            for qid, q in queries.items()
-            if q.publishes is not None and placed[qid] == CHAIN
-        )
-        if now == chain_published:
-            return placed
-        chain_published = now
+    return {qid: placement_of(q.template, bounded=q.bounded) for qid, q in queries.items()}

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
-from xscl.engine.groups.keys import CHAIN_PUBLISHED
+from xscl.engine.groups.keys import PUBLISHED_PER_RECORD
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.key_labels import key_label, spread_label
 from xscl.engine.matcher import match_document
@@ -256,7 +256,7 @@ class Router:
                 except Stage1Error:  # a result's XML is the engine's own: this cannot happen
                     continue
                 number += 1
-                if number - routed.seq >= CHAIN_PUBLISHED - 1:  # 2^19 results of one record
+                if number - routed.seq >= PUBLISHED_PER_RECORD - 1:  # 2^19 results of one record
                     raise RuntimeError(f"spool record {offset} published too many results")
                 queue.append(
                     (target, record.result_id, record.end_micros, record.xml, number, published)

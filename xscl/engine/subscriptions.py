@@ -37,6 +37,7 @@ from xscl.engine.output import QueryOutput
 from xscl.engine.placements import (
     ALL,
     KEYED,
+    STATELESS,
     VALUE,
     Placement,
     key_class,
@@ -221,6 +222,12 @@ class Subscriptions:
     def scans(self, placement: Placement | None = None) -> bool:
         """True when some plan places a block by scanning every stored document."""
         return any(step.kind == "scan" for p in self.plans(placement) for step in p.steps)
+
+    def feeds_back(self) -> bool:
+        """Whether a join group publishes: some query that PUBLISHes is placed in one
+        (neither ``STATELESS`` nor the in-process ``ALL``). Its results come back as
+        documents a micro-batch later (``groups.routed.lateness_bases``)."""
+        return any(self.placement[qid] not in (STATELESS, ALL) for qid in self.publish)
 
     def sees(self, match: Match) -> bool:
         """False for a match with a document older than its query's subscription."""

@@ -13,9 +13,7 @@ each **placed** where a partition of the job can evaluate it
 value between them, a finite window: the value groups, by time bucket), ``keyed``
 (three or more blocks joined through one class of values: the value groups, by key
 value) or ``chain`` (the rest: the chain group). So Stage 1 runs once per document, in
-the task that reads it, and its witness rows serve every group it is routed to. A
-query whose placement changes when another query starts publishing into its stream is
-treated as subscribed again at that event.
+the task that reads it, and its witness rows serve every group it is routed to.
 
 A query's ``since`` is the first document sequence number it may match: the spool
 offset its event took effect at times ``SEQ_STRIDE`` (docs/language.md: a

@@ -385,6 +385,7 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
         once=r.once,
         trigger_seconds=r.trigger_seconds,
         applied=str(folders.applied),
+        published=str(folders.published),
     )
 
 

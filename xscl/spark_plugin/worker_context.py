@@ -46,7 +46,7 @@ class WorkerContext:
     _memory: dict[str, GroupMemory[Any]] = field(default_factory=dict)
     renderer: EntryRenderer = field(default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4))
     feed_writers: dict[tuple[str, int, str | None], AtomFeedWriter] = field(default_factory=dict)
-    _documents: dict[str, SpoolDocuments] = field(default_factory=dict)
+    _documents: dict[tuple[str, str | None], SpoolDocuments] = field(default_factory=dict)
 
     def trees(self, registry: str) -> DocumentTrees:
         """The parsed documents of the job whose registry is ``registry``."""
@@ -70,11 +70,12 @@ class WorkerContext:
             found = self._memory[registry] = GroupMemory()
         return found
 
-    def documents(self, spool: str) -> SpoolDocuments:
-        """The document store over ``spool`` (made on first use)."""
-        found = self._documents.get(spool)
+    def documents(self, spool: str, published: str | None = None) -> SpoolDocuments:
+        """The document store over ``spool`` and the job's ``published`` spool (made on
+        first use)."""
+        found = self._documents.get((spool, published))
         if found is None:
-            found = self._documents[spool] = SpoolDocuments(spool)
+            found = self._documents[(spool, published)] = SpoolDocuments(spool, published)
         return found
 
 

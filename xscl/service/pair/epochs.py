@@ -8,6 +8,10 @@ epoch writes later can reach a reader or the new primary::
     HOME/results/NAME/_epochs/<E>.json   the chain readers follow (``results_sink``)
     HOME/results/NAME/feeds              a symbolic link to the newest epoch's feeds
     HOME/state/NAME/e<E>/hot-values/     values found hot (``spark_plugin.job.hot_values``)
+    HOME/state/NAME/published/           what the join groups PUBLISH (every epoch's: a
+                                         spool kept by stream and result id, so what a
+                                         fenced-out primary appends is only what its
+                                         successor appends again, ``job.sink``)
     HOME/registry/NAME/applied/e<E>/     where each subscription event took effect
 
 **Fork.** A new primary at epoch E takes the newest opened epoch P and reads the last
@@ -81,6 +85,10 @@ class EpochFolders:
         return self.root / "state" / self.name / epoch_name(self.epoch) / "hot-values"
 
     @property
+    def published(self) -> Path:
+        return self.root / "state" / self.name / "published"
+
+    @property
     def registry(self) -> Path:
         return self.root / "registry" / self.name
 
@@ -111,15 +119,16 @@ def newest_planned_batch(checkpoint: Path) -> int:
     return (_batches(checkpoint / "offsets") or [-1])[-1]
 
 
-def batch_end_offset(checkpoint: Path, batch: int) -> int | None:
-    """The spool offset batch ``batch`` read up to (its offsets file), None if unknown.
+def batch_end_offset(checkpoint: Path, batch: int, key: str = "offset") -> int | None:
+    """The spool offset batch ``batch`` read up to (its offsets file), None if unknown;
+    ``key="published"``: the published spool's (0 in a batch planned before it).
 
     Spark's offset log: ``v1``, the batch's metadata, then one line per source.
     """
     try:
         lines = (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
-        return int(json.loads(lines[2])["offset"])
-    except (OSError, IndexError, ValueError, KeyError, TypeError):
+        return int(json.loads(lines[2]).get(key, 0 if key == "published" else None))
+    except (OSError, IndexError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

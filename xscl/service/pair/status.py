@@ -39,6 +39,8 @@ class JobStatus:
     committed_offset: int | None = None
     spool_head: int | None = None
     lag: int | None = None
+    #: documents the join groups PUBLISHed that no committed batch has read yet
+    published_lag: int | None = None
     results: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -68,6 +70,7 @@ class JobStatus:
         offset = _or_dash(self.committed_offset)
         out.append(f"last committed batch: {batch} (spool offset {offset})")
         out.append(f"spool head: {_or_dash(self.spool_head)}, lag {_or_dash(self.lag)}")
+        out.append(f"published documents not read yet: {_or_dash(self.published_lag)}")
         out.append(f"results: {self.results}")
         return out
 
@@ -107,16 +110,19 @@ def job_status(
     standbys: list[dict[str, Any]] = [{k: s[k] for k in keep if k in s} for s in board.live()]
     folders = EpochFolders(home, name, 0)
     markers = visible_markers(folders.results_root)
-    last_batch = committed = None
+    last_batch = committed = published = None
     if markers:
         folder, marker = markers[-1]
         last_batch = int(marker["batch"])
-        epoch = int(folder.name[1:])
-        committed = batch_end_offset(folders.at(epoch).checkpoint, last_batch)
+        checkpoint = folders.at(int(folder.name[1:])).checkpoint
+        committed = batch_end_offset(checkpoint, last_batch)
+        published = batch_end_offset(checkpoint, last_batch, "published")
     head = SpoolReader(spool).next_offset() if spool.is_dir() else None
     lag = None
     if head is not None:
         lag = head - (committed or 0)
+    appended = SpoolReader(folders.published).next_offset()
+    published_lag = appended - (published or 0)
     return JobStatus(
         name=name,
         primary=primary,
@@ -125,5 +131,6 @@ def job_status(
         committed_offset=committed,
         spool_head=head,
         lag=lag,
+        published_lag=published_lag,
         results=sum(int(m.get("rows", 0)) for _f, m in markers),
     )

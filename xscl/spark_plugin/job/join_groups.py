@@ -11,9 +11,12 @@ the Atom entries a feed may keep) and keeps the snapshot it leaves. Rows of
 ``PASS_GROUP`` need no state and pass to the sink as they are.
 
 Output rows (``OUTPUT_DDL``): ``kind`` (``part`` | ``entry-at`` | ``dead`` | ``hot`` |
-``time``; the sink also takes ``result`` rows, which carry a record's JSON line, from
-the CEL job), ``query``, ``result_id``, ``end`` (microseconds), ``line``. A ``hot`` row
-carries a value the group found hot in ``line``; a ``time`` row (one per group and
+``publish`` | ``time``; the sink also takes ``result`` rows, which carry a record's
+JSON line, from the CEL job), ``query``, ``result_id``, ``end`` (microseconds),
+``line``. A ``hot`` row carries a value the group found hot in ``line``; a ``publish``
+row, a result of a query that PUBLISHes, as a document of its stream (``query``: the
+stream; docid = the result id, ts = ``end``, its XML in ``line``), which the job's
+commit appends to the published spool (``sink``); a ``time`` row (one per group and
 batch) the state partition in ``query`` and the microseconds the group took in
 ``end``: the sink sums them per partition into the batch's marker, which is how
 ``xscl serve`` reports the slowest and the mean task of the stateful stage.
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import marshal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,7 @@ import pandas as pd
 from xscl.engine.groups.chain_group import ChainGroup
 from xscl.engine.groups.routed import GroupContext, GroupLogic, RoutedDoc, kind_of
 from xscl.engine.groups.value_group import ValueGroup
+from xscl.engine.output import ResultRecord
 from xscl.engine.records import RecordBuilder
 from xscl.results.group_parts import GroupParts, OutputRow
 from xscl.spark_plugin.results_sink import task_partition
@@ -65,6 +69,8 @@ class JoinGroups:
     hot_threshold: int | None = None
     #: where the job records the offsets subscription events took effect at
     applied: str | None = None
+    #: the job's published spool: the XML of published documents is read back there
+    published: str | None = None
 
     def __call__(
         self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: Any
@@ -81,7 +87,7 @@ class JoinGroups:
         queries = context.queries.at(self.registry, int(frame["version"].max()), self.applied)
         group_context = GroupContext(
             queries.subscriptions,
-            context.documents(self.spool),
+            context.documents(self.spool, self.published),
             RecordBuilder(queries.subscriptions.record_plan, context.trees(self.registry)),
             self.allowed_lateness,
             self.hot_threshold,
@@ -108,11 +114,14 @@ class JoinGroups:
         ]
         out: list[OutputRow] = []
         partition = task_partition()
-        for row in self.parts.rows(logic.process(docs), partition, context.renderer):
+        published: list[OutputRow] = []
+        records = _publishing(logic.process(docs), queries.subscriptions.publish, published)
+        for row in self.parts.rows(records, partition, context.renderer):
             out.append(row)
             if len(out) >= OUTPUT_CHUNK:
                 yield _frame(out)
                 out = []
+        out.extend(published)
         out.extend(("hot", "", "", 0, v.encode()) for v in logic.hot_values())
         kept = logic.snapshot()
         if kept is not None:
@@ -122,6 +131,19 @@ class JoinGroups:
         spent = round((time.perf_counter() - started) * 1e6)
         out.append(("time", str(partition), "", spent, b""))
         yield _frame(out)
+
+
+def _publishing(
+    records: Iterable[ResultRecord], publish: Mapping[str, str], published: list[OutputRow]
+) -> Iterator[ResultRecord]:
+    """``records``, and a ``publish`` row in ``published`` for each one whose query
+    PUBLISHes (``publish``: query id -> stream)."""
+    for record in records:
+        stream = publish.get(record.query)
+        if stream is not None:
+            xml = record.xml.encode()
+            published.append(("publish", stream, record.result_id, record.end_micros, xml))
+        yield record
 
 
 def _frame(rows: list[OutputRow]) -> pd.DataFrame:

@@ -2,13 +2,17 @@
 
 ::
 
-    xscl-routed: the spool (offsets, registry version per    driver plans; executors read,
-      batch), Stage 1, lateness, routing (RouteTask)         evaluate and route
+    xscl-routed: the spool and the published spool           driver plans; executors read,
+      (offsets, registry version per batch), Stage 1,        evaluate and route
+      lateness, routing (RouteTask)
       -> groupBy(group).applyInPandasWithState(JoinGroups)      executors, RocksDB state;
                                                                  results staged as parts
       -> repartition(query)                                      one task per feed owner
       -> xscl-job-output                                         tasks write feeds; driver
-                                                                 commits the parts
+                                                                 commits the parts and
+                                                                 appends what the groups
+                                                                 PUBLISH to the published
+                                                                 spool, read next batch
 
 The plan never changes while the job runs: subscriptions are data read by the tasks
 (``service.live_queries``), so subscribing, even to a new template, needs no new plan. Its
@@ -22,7 +26,9 @@ Where it runs: ``start_job`` on the driver, once per run.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
@@ -83,6 +89,13 @@ class JobPlan:
     #: record; on, as the spool grows): a history scan's span (``spark_plugin.history_scan``)
     start_offset: int | None = None
     end_offset: int | None = None
+    #: the job's published spool: what its join groups PUBLISH, read back by the next
+    #: micro-batch (None: beside the checkpoint, ``CHECKPOINT-published``). Not per epoch:
+    #: what a fenced-out primary appends is what its successor would (by result id)
+    published: str | None = None
+
+    def published_spool(self) -> str:
+        return self.published or f"{self.checkpoint.rstrip('/')}-published"
 
 
 def start_job(spark: Any, plan: JobPlan) -> Any:
@@ -96,6 +109,11 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
     from xscl.results.commit import clear_staging
 
     clear_staging(plan.output)
+    published = plan.published_spool()
+    if not _has_offsets(plan.checkpoint):
+        # a new query reads the published spool from its start: what an earlier run of
+        # the name published is not this one's (and would be kept out as duplicates)
+        shutil.rmtree(published, ignore_errors=True)
     partitions = (
         plan.state_partitions or PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
     )
@@ -128,6 +146,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("applied", plan.applied or "")
         .option("partitionsPerBatch", str(spark.sparkContext.defaultParallelism))
         .option("route", route.to_json())
+        .option("published", published)
     )
     if plan.max_records_per_batch:
         reader = reader.option("maxRecordsPerBatch", str(plan.max_records_per_batch))
@@ -144,6 +163,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             parts,
             plan.hot_threshold if spread else None,
             plan.applied,
+            published,
         ),
         OUTPUT_DDL,
         STATE_DDL,
@@ -163,6 +183,7 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         .option("registry", plan.registry)
         .option("hotValues", plan.hot_folder or "")
         .option("fence", plan.fence or "")
+        .option("published", published)
         .option("checkpointLocation", plan.checkpoint)
         .queryName(plan.name)
     )
@@ -171,6 +192,12 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
         return writer.start()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def _has_offsets(checkpoint: str) -> bool:
+    """Whether Spark planned a batch in ``checkpoint`` (a restart, not a new query)."""
+    offsets = Path(checkpoint) / "offsets"
+    return offsets.is_dir() and any(offsets.iterdir())
 
 
 def triggered(writer: Any, once: bool, seconds: float) -> Any:

@@ -20,7 +20,21 @@ document's XML crossed from Python to the JVM and back before Stage 1.
 
 Options (strings, as Spark passes them): the spool source's (``path``, ``registry``,
 ``partitionsPerBatch``, ``maxRecordsPerBatch``, ``applied``, ...) plus ``route`` (the
-``RouteTask`` as JSON, built on the driver by ``job.plan``).
+``RouteTask`` as JSON, built on the driver by ``job.plan``) and ``published``: the job's
+published spool, where its commit appends what the join groups PUBLISH (``sink``).
+
+**Published documents come back through the same source.** Its offsets are
+``{"offset": N, "published": M}``: each micro-batch reads the input spool's next records
+(at most ``maxRecordsPerBatch``) and *every* record appended to the published spool
+since the last batch, which the previous batch's commit wrote. They are routed like
+input records, numbered from ``keys.PUBLISHED_BASE`` (``keys.published_offset``), never
+late. While a join group publishes (and the lateness is set), every row of a batch
+carries the batch's eviction floor as its newest (``published_floor``): the groups
+evict by it, so no document still on its way back loses a partner. An ``availableNow``
+run pins the input's end, not the published spool's, so it goes on until a batch
+publishes nothing new. One source, not two unioned: the rows of a batch share the
+registry version its input offset set, and the plan stays the one it was (offsets
+without ``published`` are read as 0, from a job started before).
 
 Where it runs: planning on the driver (as ``spool_source``); ``read`` on executors,
 once per partition and attempt, with a pickled reader holding plain values only.
@@ -30,7 +44,7 @@ from __future__ import annotations
 
 import json
 import marshal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +52,16 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from xscl.engine.groups.keys import PASS_GROUP
+from xscl.engine.groups.keys import PASS_GROUP, published_offset
+from xscl.spark_plugin.job.published_floor import batch_floor, earliest_published
 from xscl.spark_plugin.spool_source import (
     SpoolDataSource,
     SpoolOptions,
     SpoolRange,
     SpoolStreamReader,
+    committed_end,
     read_records,
+    registry_version,
 )
 
 if TYPE_CHECKING:  # the task's own imports: the planner processes never load them
@@ -72,6 +89,9 @@ ROUTED_SCHEMA = pa.schema(
 )
 #: Records routed per Arrow batch a task returns.
 ROWS_PER_BATCH = 1024
+#: A row's newest when its batch has no eviction floor (nothing before it): nothing is
+#: evicted by it.
+NO_FLOOR = -(1 << 62)
 
 
 @dataclass(frozen=True)
@@ -128,15 +148,109 @@ class RoutedDataSource(SpoolDataSource):
     def streamReader(self, schema: StructType) -> RoutedStreamReader:
         """The micro-batch reader (driver, once per query start; pickled to executors)."""
         task = RouteTask.from_json(str(self.options["route"]))
-        return RoutedStreamReader(SpoolOptions.parse(self.options), task)
+        published = self.options.get("published") or None
+        return RoutedStreamReader(SpoolOptions.parse(self.options), task, published)
+
+
+class RoutedRange(SpoolRange):
+    """One task's range: of the input spool, or of the published spool (``published``),
+    with the batch's marks for the eviction floor (``published_floor``: the input's
+    newest timestamp before the batch, the earliest published one) (picklable)."""
+
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        version: int,
+        published: bool = False,
+        newest_before: int | None = None,
+        earliest: int | None = None,
+    ) -> None:
+        super().__init__(start, end, version)
+        self.published = published
+        self.newest_before = newest_before
+        self.earliest = earliest
+
+
+def _published_at(offset: dict[str, int]) -> int:
+    """The published spool's position in an offset (0: an offset from before it)."""
+    return int(offset.get("published", 0))
+
+
+def newest_before(spool: str, offset: int) -> int | None:
+    """The input spool's newest timestamp before record ``offset`` (driver; None: no
+    record before it, or it is no longer retained: no eviction floor)."""
+    from xscl.connectors.spool import SpoolReader
+    from xscl.errors import SpoolExpiredError
+
+    if offset <= 0:
+        return None
+    try:
+        for _at, doc in SpoolReader(spool).iter_range(offset - 1, offset):
+            before = doc.newest_before
+            return doc.ts_micros if before is None else max(before, doc.ts_micros)
+    except SpoolExpiredError:
+        return None
+    return None
 
 
 class RoutedStreamReader(SpoolStreamReader):
     """``SpoolStreamReader`` whose ``read`` returns routed rows (see the module docstring)."""
 
-    def __init__(self, options: SpoolOptions, task: RouteTask) -> None:
+    def __init__(
+        self, options: SpoolOptions, task: RouteTask, published: str | None = None
+    ) -> None:
         super().__init__(options)
         self.task = task
+        #: the job's published spool (None: a reader of the input spool only)
+        self.published = published
+
+    def initialOffset(self) -> dict[str, int]:
+        """Where a new query starts (driver, once per new query): the published spool
+        from its start (a new query's is empty: ``plan.start_job``)."""
+        offset = super().initialOffset()
+        if self.published is not None:
+            offset["published"] = 0
+        return offset
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        """The end of the next micro-batch: the input's as the spool source's, and every
+        published record (driver, once per trigger)."""
+        end = super().latestOffset(start, limit)
+        if self.published is not None:
+            end["published"] = max(_published_at(start), committed_end(self.published))
+        return end
+
+    def reportLatestOffset(self) -> dict[str, int]:
+        latest = super().reportLatestOffset()
+        if self.published is not None:
+            latest["published"] = committed_end(self.published)
+        return latest
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        """The input's ranges, then the published records' (driver, once per micro-batch
+        and replay), all with the version the input's first offset sets and the batch's
+        floor marks (``published_floor``: one input record and a small file read)."""
+        ranges = [r for r in super().partitions(start, end) if isinstance(r, SpoolRange)]
+        if self.published is None:
+            return ranges
+        low, high = _published_at(start), _published_at(end)
+        if not ranges and low >= high:
+            return []
+        version = ranges[0].version if ranges else self._version_at(int(start["offset"]))
+        marks = (
+            newest_before(self.options.path, int(start["offset"])),
+            earliest_published(self.published, low, high) if low < high else None,
+        )
+        size = self.options.records_per_partition
+        return [RoutedRange(r.start, r.end, r.version, False, *marks) for r in ranges] + [
+            RoutedRange(at, min(at + size, high), version, True, *marks)
+            for at in range(low, high, size)
+        ]
+
+    def _version_at(self, offset: int) -> int:
+        registry = self.options.registry
+        return 0 if registry is None else registry_version(registry, offset, self.options.applied)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Routed rows of one range (executor, once per partition and attempt)."""
@@ -144,9 +258,19 @@ class RoutedStreamReader(SpoolStreamReader):
 
         assert isinstance(partition, SpoolRange)
         rows = TaskRows(self.task, worker(), partition.version)
+        published = isinstance(partition, RoutedRange) and partition.published
+        if isinstance(partition, RoutedRange) and rows.feeds_back:
+            rows.floor_at(partition.newest_before, partition.earliest)
+        path = self.published if published else self.options.path
+        assert path is not None
         try:
-            for offset, doc in read_records(self.options.path, partition.start, partition.end):
-                rows.route(offset, doc.stream, doc.docid, doc.ts_micros, doc.xml, doc.newest_before)
+            for offset, doc in read_records(path, partition.start, partition.end):
+                if published:  # never late, numbered above every input record
+                    rows.route(published_offset(offset), doc.stream, doc.docid, doc.ts_micros,
+                               doc.xml, None)  # fmt: skip
+                else:
+                    rows.route(offset, doc.stream, doc.docid, doc.ts_micros, doc.xml,
+                               doc.newest_before)  # fmt: skip
                 if rows.count >= ROWS_PER_BATCH:
                     yield rows.batch()
             rows.finish()
@@ -165,6 +289,7 @@ class TaskRows:
         from xscl.spark_plugin.job import hot_values
 
         self.version = version
+        self.task_lateness = task.allowed_lateness
         task_set = context.queries.at(task.registry, version, task.applied)
         hot = (
             hot_values.read(task.hot_folder)
@@ -178,6 +303,16 @@ class TaskRows:
         self.writer: PartWriter | None = None
         self.columns: list[list[Any]] = [[] for _ in ROUTED_SCHEMA]
         self.count = 0
+        #: some join group publishes: every row's newest is the batch's floor
+        #: (``published_floor``; the lateness is then set)
+        self.feeds_back = task.allowed_lateness is not None and task_set.subscriptions.feeds_back()
+        self.floor: int | None = None
+
+    def floor_at(self, newest_before: int | None, earliest: int | None) -> None:
+        """Rows take the batch's eviction floor as their newest (``published_floor``)."""
+        assert self.task_lateness is not None
+        floor = batch_floor(newest_before, earliest, self.task_lateness)
+        self.floor = NO_FLOOR if floor is None else floor
 
     def route(
         self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None
@@ -193,9 +328,10 @@ class TaskRows:
                 self.writer = self.parts.writer(task_partition(), self.context.renderer)
             for record in routed.records:
                 self.writer.add(record)
+        newest = routed.newest if self.floor is None else self.floor
         for row in routed.rows:
             seq = routed.seq if row.seq is None else row.seq  # a published result's own
-            values = (row.group, seq, routed.newest, self.version, row.data,
+            values = (row.group, seq, newest, self.version, row.data,
                       list(row.homes), list(row.probes), None)  # fmt: skip
             for column, value in zip(self.columns, values, strict=True):
                 column.append(value)

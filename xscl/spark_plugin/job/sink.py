@@ -15,6 +15,12 @@ partitioned by query id, so each task owns its queries' Atom feeds for the batch
   over the same names);
 * **hot values** reported by the join groups: the driver's commit adds them to the
   job's hot-values folder (``hotValues`` option) before the marker;
+* **published documents** (``publish`` rows: what the join groups' queries PUBLISH):
+  each task stages its batch's; the driver's commit appends them to the job's
+  published spool (``published`` option) before the marker, where the next micro-batch
+  reads them (``routed_source``). The spool keeps the first of each (stream, result
+  id), so a replayed batch appends nothing twice. The driver does this per published
+  result: a spool has one writer, and each micro-batch must see the last one's;
 * **Atom feeds**: each task merges its queries' newest results into their feeds
   (``atom.AtomFeedWriter``), in rounds of bounded memory (``FeedRounds``): the
   entries the join groups rendered, read back from their staged entries files
@@ -29,7 +35,8 @@ checks the lease first and fails with ``LeaseLostError`` once a newer epoch exis
 a fenced-out primary stops at its next batch.
 
 Where it runs: the data source and ``commit``/``abort`` on the driver (once per
-query start / per micro-batch: renames and one marker, no per-record work);
+query start / per micro-batch: renames and one marker; per record only the appends of
+published documents);
 ``write`` on executors, once per task and attempt. The writer is pickled to the
 executors and holds strings and integers only; each Python worker keeps one
 ``AtomFeedWriter`` per feeds folder so a feed it wrote is not read back.
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import errno
 import json
+import marshal
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -64,9 +72,11 @@ from xscl.results.commit import (
 from xscl.results.feed_rows import entry_reference, keep_newest
 from xscl.results.parts import RESULTS_FORMATS, ResultPart, staged_part
 from xscl.spark_plugin.job import hot_values
+from xscl.spark_plugin.job.published_floor import record_earliest
 from xscl.spark_plugin.results_sink import task_partition
 
 if TYPE_CHECKING:
+    from xscl.connectors.document import Document
     from xscl.results.atom import AtomFeedWriter
 
 FORMAT_NAME = "xscl-job-output"
@@ -90,6 +100,8 @@ class TaskOutput(WriterCommitMessage):
     #: the largest end time of its results (None: none), the batch marker's ``max_end``:
     #: how far a CEL job reading these results advances its clock (docs/cel.md 10.4)
     max_end: int | None = None
+    #: the staged documents its ``publish`` rows carried (None: none)
+    published: str | None = None
 
 
 class JobOutputDataSource(DataSource):
@@ -121,6 +133,7 @@ class JobOutputDataSource(DataSource):
             self.options.get("registry") or None,
             self.options.get("fence") or None,
             self.options.get("feedBaseUrl") or None,
+            self.options.get("published") or None,
         )
 
 
@@ -136,6 +149,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         registry: str | None = None,
         fence: str | None = None,
         feed_base_url: str | None = None,
+        published: str | None = None,
     ) -> None:
         self.path = path
         self.part_format = part_format
@@ -147,6 +161,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         self.fence = fence
         #: the feeds' ``rel="self"`` links are ``URL/<query>.atom`` (``AtomFeedWriter``)
         self.feed_base_url = feed_base_url
+        #: the job's published spool (None: no join group publishes into one)
+        self.published = published
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskOutput:
         """Stage this task's results and dead letters, update its feeds (executor)."""
@@ -173,6 +189,8 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
             if rows.dead:
                 output.dead = _stage_bytes(staging, b"".join(rows.dead), ".jsonl")
                 output.dead_rows = len(rows.dead)
+            if rows.published:
+                output.published = _stage_bytes(staging, marshal.dumps(rows.published), ".pub")
             output.feeds = feeds.finish()
         finally:
             feeds.close()  # a failed task's spill file
@@ -210,6 +228,7 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         marker = Path(self.path) / COMMITS / f"{name}.json"
         self._record_hot(name, outputs)
         if not marker.exists():
+            self._publish(outputs)
             folder = Path(self.path) / DEAD_LETTERS
             moved = False
             for output in outputs:
@@ -248,6 +267,27 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         # job runs between batches
         clear_staging(self.path)
 
+    def _publish(self, outputs: list[TaskOutput]) -> None:
+        """Append the batch's published documents to the published spool (driver, once
+        per batch; before the marker), in a fixed order."""
+        staged = [o.published for o in outputs if o.published is not None]
+        if not staged:
+            return
+        if self.published is None:
+            raise DataSourceOptionError(
+                "xscl-job-output: join groups published documents; set option 'published'"
+            )
+        from xscl.connectors.document import Document
+
+        docs: list[Document] = []
+        for file in staged:
+            with open(file, "rb") as handle:
+                docs.extend(Document(s, d, t, x) for s, d, t, x in marshal.load(handle))
+        docs.sort(key=lambda d: (d.ts_micros, d.stream, d.docid))
+        append_published(self.published, docs)
+        for file in staged:
+            Path(file).unlink(missing_ok=True)
+
     def _record_hot(self, name: str, outputs: list[TaskOutput]) -> None:
         """Add the values reported hot to the job's hot set (driver, once per batch;
         before the batch's marker)."""
@@ -259,8 +299,42 @@ class JobOutputWriter(DataSourceStreamArrowWriter):
         outputs = [m for m in messages if isinstance(m, TaskOutput)]
         discard(numbered(outputs))
         for output in outputs:
-            if output.dead is not None:
-                Path(output.dead).unlink(missing_ok=True)
+            for staged in (output.dead, output.published):
+                if staged is not None:
+                    Path(staged).unlink(missing_ok=True)
+
+
+#: How long a commit waits for the published spool's lock (a fenced-out primary's
+#: commit may hold it for its last append) before failing the batch.
+PUBLISH_LOCK_SECONDS = 30.0
+
+
+def append_published(path: str, docs: list[Document]) -> None:
+    """Append ``docs`` to the published spool at ``path`` (driver): opened for this
+    append only, so no instance keeps its lock between batches; duplicates are kept
+    out by the spool (a replayed batch's). First, under the same lock, their earliest
+    timestamp is recorded from the spool's next offset on (``published_floor``): the
+    next micro-batch's eviction floor needs it, and reading it there costs no pass
+    over the records."""
+    import time
+
+    from xscl.connectors.spool import Spool
+    from xscl.errors import SpoolLockedError
+
+    deadline = time.monotonic() + PUBLISH_LOCK_SECONDS
+    while True:
+        try:
+            spool = Spool(path)
+        except SpoolLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
+        with spool:
+            if docs:
+                record_earliest(path, spool.next_offset(), min(d.ts_micros for d in docs))
+                spool.append(docs)
+        return
 
 
 def numbered(outputs: list[TaskOutput]) -> list[StagedPart]:
@@ -297,8 +371,8 @@ def check_fence(fence: str) -> None:
 class _TaskRows:
     """One sink task's rows split by kind as they arrive (executor, once per task):
     results to their part and feeds (each result id once), the join groups' staged
-    parts and feed entries, dead letters, hot values, the join groups' time per state
-    partition."""
+    parts and feed entries, dead letters, hot values, published documents, the join
+    groups' time per state partition."""
 
     def __init__(self, results: ResultPart, feeds: FeedRounds) -> None:
         self.results = results
@@ -308,6 +382,8 @@ class _TaskRows:
         self.hot: set[str] = set()
         self.spent: dict[int, int] = {}
         self.max_end: int | None = None
+        #: (stream, docid, ts, xml) of the documents the join groups published
+        self.published: list[tuple[str, str, int, str]] = []
         self._seen: set[str] = set()
 
     def take(self, batch: pa.RecordBatch) -> None:
@@ -332,6 +408,8 @@ class _TaskRows:
                 self.hot.add(line.decode())
             elif kind == "time":
                 self.spent[int(query)] = self.spent.get(int(query), 0) + end
+            elif kind == "publish":
+                self.published.append((query, result_id, end, line.decode()))
             elif result_id not in self._seen:
                 self._seen.add(result_id)
                 self.results.add(line)

@@ -31,6 +31,7 @@ GAUGES: dict[str, Callable[[JobStatus], int | None]] = {
     "committed_offset": lambda s: s.committed_offset,
     "spool_head": lambda s: s.spool_head,
     "lag": lambda s: s.lag,
+    "published_lag": lambda s: s.published_lag,
     "results": lambda s: s.results,
 }
 

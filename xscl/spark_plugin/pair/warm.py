@@ -82,6 +82,7 @@ class StandbyWarmer:
             checkpoint=str(self.scratch / "checkpoint"),
             name=f"{self.plan.name}_standby_warm",
             hot_folder=str(self.scratch / "hot-values"),
+            published=str(self.scratch / "published"),
             applied=str(self.applied),
             fence=None,
             once=True,
