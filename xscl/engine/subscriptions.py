@@ -226,7 +226,8 @@ class Subscriptions:
     def feeds_back(self) -> bool:
         """Whether a join group publishes: some query that PUBLISHes is placed in one
         (neither ``STATELESS`` nor the in-process ``ALL``). Its results come back as
-        documents a micro-batch later (``groups.routed.lateness_bases``)."""
+        documents a micro-batch later: the job's source then gives every row the batch's
+        eviction floor (``spark_plugin.job.published_floor``)."""
         return any(self.placement[qid] not in (STATELESS, ALL) for qid in self.publish)
 
     def sees(self, match: Match) -> bool:

@@ -56,7 +56,7 @@ class ChainGroup:
         records = context.records
         stored = self.stored
         plans = list(subs.plans(CHAIN))
-        bounds = horizons(context.allowed_lateness, subs.reach(CHAIN), docs, subs.feeds_back())
+        bounds = horizons(context.allowed_lateness, subs.reach(CHAIN), docs)
         state = self.state
         if bounds is not None:
             stored.evict(bounds[0])

@@ -97,33 +97,24 @@ class GroupContext:
     group: int = 0
 
 
-def lateness_bases(
-    lateness: int | None, docs: Sequence[RoutedDoc], fed_back: bool = False
-) -> tuple[int, int] | None:
+def lateness_bases(lateness: int | None, docs: Sequence[RoutedDoc]) -> tuple[int, int] | None:
     """The earliest timestamp a later document may have, before matching the batch and
     after it: the smallest and the largest newest timestamp of the batch's documents,
     less ``lateness`` (None: no lateness, keep everything). ``horizons`` subtracts a
-    reach from both.
-
-    ``fed_back``: some join group publishes. Its results come back as documents in the
-    next micro-batch, perhaps older than this batch's newest, so the smallest bound
-    holds both times; the job's source also gives every row of such a batch the same
-    newest, the batch's eviction floor (``spark_plugin.job.published_floor``), which
-    holds across the groups (docs/architecture.md, "Published streams").
+    reach from both. While a join group publishes, the job's source gives every row of
+    a batch the same newest, the batch's eviction floor, so both bounds are the floor's
+    (``spark_plugin.job.published_floor``).
 
     >>> lateness_bases(10, [RoutedDoc(1, 100, (), (), b""), RoutedDoc(2, 120, (), (), b"")])
     (90, 110)
-    >>> lateness_bases(10, [RoutedDoc(1, 100, (), (), b""), RoutedDoc(2, 120, (), (), b"")], True)
-    (90, 90)
     """
     if lateness is None or not docs:
         return None
-    low = min(d.newest for d in docs) - lateness
-    return (low, low) if fed_back else (low, max(d.newest for d in docs) - lateness)
+    return min(d.newest for d in docs) - lateness, max(d.newest for d in docs) - lateness
 
 
 def horizons(
-    lateness: int | None, reach: int | None, docs: Sequence[RoutedDoc], fed_back: bool = False
+    lateness: int | None, reach: int | None, docs: Sequence[RoutedDoc]
 ) -> tuple[int, int] | None:
     """Eviction horizons of a batch: (before matching, after it); None keeps everything.
 
@@ -136,7 +127,7 @@ def horizons(
     >>> horizons(10, 5, [RoutedDoc(1, 100, (), (), b""), RoutedDoc(2, 120, (), (), b"")])
     (85, 105)
     """
-    bases = lateness_bases(lateness, docs, fed_back)
+    bases = lateness_bases(lateness, docs)
     if bases is None or reach is None:
         return None
     return bases[0] - reach, bases[1] - reach

@@ -82,7 +82,7 @@ class ValueGroup:
         keyed = list(subs.plans(KEYED))
         timed = list(subs.plans(TIME))
         reach = _widest(_widest(subs.reach(VALUE), subs.reach(TIME)), subs.reach(KEYED))
-        bases = lateness_bases(context.allowed_lateness, docs, subs.feeds_back())
+        bases = lateness_bases(context.allowed_lateness, docs)
         if bases is not None:
             stored.evict_partners(bases[0], reach)
         reaches = partner_reaches([*plans, *keyed, *timed]) if bases is not None else {}
