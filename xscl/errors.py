@@ -519,6 +519,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "XSCL-V011": ErrorCode(
         InvalidQueriesError, "the query text holds invalid queries (each is in errors)"
     ),
+    "XSCL-V012": ErrorCode(
+        XsclValidationError, "a reserved stream name (xscl.composite: the job's composite events)"
+    ),
     # Connectors and document envelopes: bad input, then a failed environment.
     "XSCL-C001": ErrorCode(EnvelopeSyntaxError, "envelope line is not a JSON object"),
     "XSCL-C002": ErrorCode(EnvelopeFieldError, "envelope field missing or of the wrong type"),

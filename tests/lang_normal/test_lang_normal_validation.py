@@ -90,6 +90,16 @@ def test_v004_unknown_stream_only_with_a_catalog() -> None:
     assert validate(query, streams={"S"}, published={"Nope": "other"}) == []
 
 
+def test_v012_the_composite_events_stream_is_reserved() -> None:
+    """The Spark job's composite events travel as ``xscl.composite``: a query may
+    neither read it nor PUBLISH to it (the error points at the block, or the query)."""
+    text = "Q12: S//a->x JOIN {x=z, 1s}\n  xscl.composite//b->z"
+    error = only(validate(parse_query(text)))
+    assert (error.code, error.line, error.column) == ("XSCL-V012", 2, 3)
+    error = only(validate(parse_query("Q12: S//a PUBLISH xscl.composite")))
+    assert (error.code, error.line, error.column) == ("XSCL-V012", 1, 1)
+
+
 def test_v005_query_reading_its_own_publish_stream() -> None:
     error = only(validate(parse_query("Q5: S//a->x JOIN {TRUE, 1s} P//b PUBLISH P")))
     assert (error.code, error.line, error.column) == ("XSCL-V005", 1, 29)

@@ -42,7 +42,7 @@ from xscl.engine.key_labels import (
     spread_label,
 )
 from xscl.engine.output import DocumentTrees
-from xscl.engine.placements import CHAIN, KEYED
+from xscl.engine.placements import COMPOSITE, KEYED
 from xscl.engine.records import RecordBuilder
 from xscl.engine.routing import Routed, Router, RouteShape, salt_of
 from xscl.lang.parser import parse_queries
@@ -116,7 +116,7 @@ def test_keyed_chains_are_placed_by_their_key_and_spread_over_groups(tmp_path: P
     queries = _queries(tmp_path, QUERIES)
     subs = queries.subscriptions
     assert subs.placement == {
-        "three": KEYED, "outside": KEYED, "wide": KEYED, "four": KEYED, "unkeyed": CHAIN,
+        "three": KEYED, "outside": KEYED, "wide": KEYED, "four": KEYED, "unkeyed": COMPOSITE,
         "forever": KEYED,
     }  # fmt: skip
     keyed_only = _queries(tmp_path / "keyed", KEYED_QUERIES)

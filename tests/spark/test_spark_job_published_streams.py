@@ -28,7 +28,7 @@ from tests.spark.jobkit import reference_by_id
 from tests.spark.test_spark_job_groups import run_job
 from xscl.connectors.document import Document, write_envelopes
 from xscl.connectors.spool import Spool
-from xscl.engine.placements import CHAIN, KEYED, STATELESS, TIME, VALUE
+from xscl.engine.placements import CHAIN, COMPOSITE, KEYED, STATELESS, TIME, VALUE
 from xscl.lang.parser import parse_queries
 from xscl.service.live_queries import LiveQueries
 from xscl.service.subscriptions import SubscriptionLog
@@ -52,13 +52,16 @@ reads_r: R/result/item[./a->u] FOLLOWED BY {u = v, 8s} T//item[./a->v] PUBLISH Z
 reads_z: Z/result/item[./b->k] JOIN {k = l, 3s} S//item[./b->l];
 fans: S//item[./a->x][./b->p] FOLLOWED BY {x = y, 6s} T//item[./a->y]
       FOLLOWED BY {p = q, 6s} S//item[./b->q] PUBLISH C;
+loose: S//item[./a->x] FOLLOWED BY {x = y, 6s} T//item[./a->y]
+       JOIN {TRUE, 4s} S//item[./b = 'w1'] PUBLISH C;
 reads_c: C/result/item[./b->m] JOIN {m = n, 5s} T//item[./b->n];
 one_of_r: R/result/item[./b = 'w1'];
 """
 PLACED = {
     "alert": STATELESS, "other": STATELESS, "again": STATELESS, "pair": VALUE,
     "near": TIME, "keyed": KEYED, "plain": STATELESS, "twice": VALUE, "reads_r": VALUE,
-    "reads_z": VALUE, "fans": CHAIN, "reads_c": VALUE, "one_of_r": STATELESS,
+    "reads_z": VALUE, "fans": COMPOSITE, "loose": CHAIN, "reads_c": VALUE,
+    "one_of_r": STATELESS,
 }  # fmt: skip
 
 

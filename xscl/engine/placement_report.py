@@ -14,6 +14,7 @@ before subscribing thousands of them.
 ... ever: S//item JOIN {TRUE, INF} T//item;
 ... two: S//item[./a->x][./b->p] JOIN {x = y, 1h} T//item[./a->y]
 ...      JOIN {p = q, 1h} U//item[./b->q];
+... loose: S//item[./a->x] JOIN {x = y, 1h} T//item[./a->y] JOIN {TRUE, 1h} U//item;
 ... busy: S//item[./a->x] JOIN {x = y, 1h} S//item[./a->y] PUBLISH B;
 ... '''
 >>> print(placement_report(parse_queries(text)))  # doctest: +NORMALIZE_WHITESPACE
@@ -25,9 +26,12 @@ Where `xscl serve` evaluates each query (docs/architecture.md, "The join state p
   ever: the chain group: one partition holding every document of its streams
     (docs/architecture.md, "The chain group"), because its join has no value condition
     and an INF window
-  two: the chain group: one partition holding every document of its streams
-    (docs/architecture.md, "The chain group"), because no class of equal values joins
-    all its 3 blocks
+  two: the value groups, one hop at a time: partitioned by the value of x = y, then
+    p = q; a match of the first blocks goes on to the next hop's value as a composite
+    event from the next micro-batch
+  loose: the chain group: one partition holding every document of its streams
+    (docs/architecture.md, "The chain group"), because a block of its 3 is joined to
+    the ones before it by no value equality
   busy: the value groups, partitioned by the value of x = y; its results are documents
     of B from the next micro-batch
 """
@@ -38,11 +42,13 @@ from collections.abc import Sequence
 
 from xscl.engine.placements import (
     CHAIN,
+    COMPOSITE,
     KEYED,
     STATELESS,
     TIME,
     VALUE,
     Placeable,
+    hop_edges,
     key_class,
     owner_edge,
     place_queries,
@@ -97,10 +103,19 @@ def _why(where: str, assignment: TemplateAssignment) -> str:
     if where == KEYED:
         key = " = ".join(names[m] for m in key_class(template))
         return f"the value groups, partitioned by the value of {key} (a keyed chain)"
+    if where == COMPOSITE:
+        edges = hop_edges(template)
+        assert edges is not None
+        hops = ", then ".join(f"{names[a]} = {names[b]}" for a, b in edges)
+        return (
+            "the value groups, one hop at a time: partitioned by the value of "
+            f"{hops}; a match of the first blocks goes on to the next hop's value as a "
+            "composite event from the next micro-batch"
+        )
     assert where == CHAIN
     if template.block_count == 2:
         return f"{_CHAIN_WHY}, because its join has no value condition and an INF window"
     return (
-        f"{_CHAIN_WHY}, because no class of equal values joins all its "
-        f"{template.block_count} blocks"
+        f"{_CHAIN_WHY}, because a block of its {template.block_count} is joined to the "
+        "ones before it by no value equality"
     )

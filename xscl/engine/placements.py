@@ -22,8 +22,15 @@ ones). The in-process engine keeps one state and places everything in ``ALL``.
   that class, so the match is owned by that value as a two-block match by its owner
   edge's: each document is stored under it in its group, and the newest one finds
   the others there.
-* ``CHAIN``: everything else: three or more blocks without such a class, and ``{TRUE,
-  INF}`` joins.
+* ``COMPOSITE``: three or more blocks without such a class, each block joined to an
+  earlier one by a value equality (its **hop edge**, ``hop_edges``):
+  ``A {a = b} B {c = d} C``. A match of blocks 0..j is a composite event (spec 3.2)
+  found in the group of hop j's value, and sent, through the published spool, to the
+  group of each value hop j + 1 can join it by (Hong ch. 4: Cayuga's NEXT keeps a
+  prefix match as an automaton instance indexed by what its next edge needs;
+  ``groups.hop_chains``).
+* ``CHAIN``: everything else: a chain with a block joined to the earlier ones by no
+  value equality, and ``{TRUE, INF}`` joins.
 
 Where a query reads from, and whether it PUBLISHes, does not place it: what a join
 group publishes is appended to the job's published spool when its batch commits, and
@@ -42,6 +49,10 @@ streams").
 ...                  ((0, 1), (1, 2)))
 >>> placement_of(three)
 'keyed'
+>>> hops = Template(("JOIN", "JOIN"), (0, 0, 1, 1, 2), (-1, 0, -1, 2, -1),
+...                 (True, False, True, False, True), ((1, 3), (2, 4)))
+>>> placement_of(hops), hop_edges(hops)
+('composite', ((1, 3), (2, 4)))
 """
 
 from __future__ import annotations
@@ -56,12 +67,13 @@ from xscl.templates.canonical import Template
 if TYPE_CHECKING:
     from xscl.lang.normal_form.model import NormalQuery
 
-Placement = Literal["all", "stateless", "value", "time", "keyed", "chain"]
+Placement = Literal["all", "stateless", "value", "time", "keyed", "composite", "chain"]
 ALL: Placement = "all"
 STATELESS: Placement = "stateless"
 VALUE: Placement = "value"
 TIME: Placement = "time"
 KEYED: Placement = "keyed"
+COMPOSITE: Placement = "composite"
 CHAIN: Placement = "chain"
 
 
@@ -128,6 +140,35 @@ def key_edge(template: Template, role: int) -> tuple[int, int]:
     raise ValueError(f"block {role} has no key edge to another block")
 
 
+def hop_edges(template: Template) -> tuple[tuple[int, int], ...] | None:
+    """Per block r >= 1, its **hop edge**: the first value edge between a node of an
+    earlier block and one of block r (``(earlier, r's)``); None when some block has none.
+    A chain's composite event of blocks 0..r-1 is joined with block r's document by the
+    value of hop edge r (``groups.hop_chains``).
+
+    >>> hop_edges(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    ...                    ((0, 2), (1, 2))))
+    >>> hop_edges(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    ...                    ((0, 1), (0, 2))))
+    ((0, 1), (0, 2))
+    """
+    blocks = template.blocks
+    out = []
+    for block in range(1, template.block_count):
+        edge = next(
+            (
+                (a, b)
+                for a, b in template.value_edges
+                if blocks[b] == block and blocks[a] < block
+            ),
+            None,
+        )
+        if edge is None:
+            return None
+        out.append(edge)
+    return tuple(out)
+
+
 @lru_cache(maxsize=4096)  # a few templates: placing 100k queries asks it 100k times
 def placement_of(template: Template, *, bounded: bool = False) -> Placement:
     """Where a query of ``template`` is evaluated (see the module docstring);
@@ -138,6 +179,8 @@ def placement_of(template: Template, *, bounded: bool = False) -> Placement:
         return VALUE
     if template.block_count > 2 and key_class(template):
         return KEYED
+    if template.block_count > 2 and hop_edges(template) is not None:
+        return COMPOSITE
     return TIME if template.block_count == 2 and bounded else CHAIN
 
 

@@ -46,12 +46,23 @@ from dataclasses import dataclass, field
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
-from xscl.engine.groups.keys import PUBLISHED_PER_RECORD
+from xscl.engine.groups.composites import COMPOSITE_STREAM, Composite, doc_label, event_label
+from xscl.engine.groups.keys import PUBLISHED_BASE, PUBLISHED_PER_RECORD
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.key_labels import key_label, spread_label
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
-from xscl.engine.placements import CHAIN, KEYED, STATELESS, TIME, VALUE, key_class, owner_edge
+from xscl.engine.placements import (
+    CHAIN,
+    COMPOSITE,
+    KEYED,
+    STATELESS,
+    TIME,
+    VALUE,
+    hop_edges,
+    key_class,
+    owner_edge,
+)
 from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
@@ -133,6 +144,10 @@ class RoutingTable:
     #: whether a hot key label is spread: only when every keyed query's windows are
     #: finite (``groups.keyed_chains``: salt 0's group then stops its extra pass)
     spread_keys: bool = True
+    #: var ids at a hop edge's end of a composite-placed chain (both ends of hop 1, the
+    #: later end of the others): a document is stored under, and probes, the hop label
+    #: of each value it holds at one (``groups.hop_chains``)
+    hop_vars: frozenset[int] = frozenset()
 
     @classmethod
     def of(cls, subs: Subscriptions) -> RoutingTable:
@@ -157,8 +172,20 @@ class RoutingTable:
         keys = {row.var_ids[meta] for row in keyed for meta in key_class(row.template)}
         bounded = all(w is not None for row in keyed for w in row.windows)
         stateless = any(True for _ in subs.plans(STATELESS))
+        hops: set[int] = set()
+        for row in subs.rows(COMPOSITE):
+            edges = hop_edges(row.template)
+            assert edges is not None  # composite-placed templates have them
+            hops.add(row.var_ids[edges[0][0]])
+            hops.update(row.var_ids[b] for _a, b in edges)
         return cls(
-            frozenset(owners), streams, stateless, frozenset(roots), frozenset(keys), bounded
+            frozenset(owners),
+            streams,
+            stateless,
+            frozenset(roots),
+            frozenset(keys),
+            bounded,
+            frozenset(hops),
         )
 
     def time_classes(self) -> dict[int, tuple[int, ...]]:
@@ -229,6 +256,9 @@ class Router:
         routed = Routed(
             offset * SEQ_STRIDE + 1, ts if newest_before is None else max(ts, newest_before)
         )
+        if stream == COMPOSITE_STREAM and offset >= PUBLISHED_BASE:  # only the groups write it
+            self._composite(routed, xml)
+            return routed
         try:
             rows = subs.stage1.evaluate_rows(stream, docid, ts, xml)
         except Stage1Error as exc:
@@ -263,6 +293,21 @@ class Router:
                 )
             self._rows(routed, s, d, t, x, seq, witness)
         return routed
+
+    def _composite(self, routed: Routed, text: str) -> None:
+        """A composite event's rows: to the group of each value its next hop can join it
+        by, stored there under its event label (``groups.hop_chains``)."""
+        event = Composite.decode(text)
+        if event.template not in self.subscriptions.hop_plans:
+            return  # its chains were unsubscribed
+        labels: dict[int, list[str]] = {}
+        for value in event.exits:
+            bucket = value_bucket(doc_label(value), self.shape.buckets)
+            labels.setdefault(bucket, []).append(event_label(value))
+        data = text.encode("ascii")
+        for bucket, found in sorted(labels.items()):
+            key = self.shape.group_keys[bucket]
+            routed.rows.append(GroupRow(key, data, tuple(found), tuple(found)))
 
     def _stateless(
         self, stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows
@@ -305,7 +350,7 @@ class Router:
             if classes
             else set()
         )
-        if not table.owner_vars and not widths and not table.key_vars:
+        if not table.owner_vars and not widths and not table.key_vars and not table.hop_vars:
             return
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
         values = dict(digested.values)
@@ -326,6 +371,16 @@ class Router:
             if label not in routed_values:
                 routed_values.add(label)
                 self._spread_key(label, value, stream, docid, homes, probes)
+        for var, node in digested.value_nodes:
+            value = values[node]
+            if var not in table.hop_vars or not value:
+                continue
+            label = doc_label(value)
+            if label not in routed_values:  # not spread: a composite chain's label
+                routed_values.add(label)
+                bucket = value_bucket(label, self.shape.buckets)
+                homes.setdefault(bucket, []).append(label)
+                probes.setdefault(bucket, []).append(label)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):

@@ -32,10 +32,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
+from xscl.engine.hop_plans import HopPlans
 from xscl.engine.matcher import Match
 from xscl.engine.output import QueryOutput
 from xscl.engine.placements import (
     ALL,
+    COMPOSITE,
     KEYED,
     STATELESS,
     VALUE,
@@ -71,6 +73,8 @@ class Subscriptions:
         self.registry = TemplateRegistry(intern=self._intern)
         #: placement -> template -> one role plan per block
         self.plan_sets: dict[Placement, dict[Template, list[RolePlan]]] = {}
+        #: a composite-placed template's plans, one hop at a time (``hop_plans``)
+        self.hop_plans: dict[Template, HopPlans] = {}
         self.placement: dict[str, Placement] = {}
         self.outputs: dict[str, QueryOutput] = {}
         #: query id -> the stream it PUBLISHes
@@ -129,6 +133,11 @@ class Subscriptions:
             claims.require_value(row.var_ids[b])
         for plan in self._role_plans(placement, template):
             plan.insert(row)
+        if placement == COMPOSITE:
+            hops = self.hop_plans.get(template)
+            if hops is None:
+                hops = self.hop_plans[template] = HopPlans.of(template)
+            hops.insert(row)
         self.placement[normal.qid] = placement
         self.outputs[normal.qid] = QueryOutput(normal, claims)
         if normal.query.publish is not None:
@@ -171,6 +180,11 @@ class Subscriptions:
         plans_of = self.plan_sets[placement]
         for plan in plans_of[template]:
             plan.delete(row)
+        if placement == COMPOSITE:
+            hops = self.hop_plans[template]
+            hops.delete(row)
+            if not hops.rows:
+                del self.hop_plans[template]
         self.registry.remove(qid)
         if not any(p.rows for p in plans_of[template]):
             del plans_of[template]
@@ -225,9 +239,12 @@ class Subscriptions:
 
     def feeds_back(self) -> bool:
         """Whether a join group publishes: some query that PUBLISHes is placed in one
-        (neither ``STATELESS`` nor the in-process ``ALL``). Its results come back as
+        (neither ``STATELESS`` nor the in-process ``ALL``), or a chain is matched hop by
+        hop (``COMPOSITE``: its composite events are published). Its results come back as
         documents a micro-batch later: the job's source then gives every row the batch's
         eviction floor (``spark_plugin.job.published_floor``)."""
+        if self.hop_plans:  # a composite event is a document of the next micro-batch
+            return True
         return any(self.placement[qid] not in (STATELESS, ALL) for qid in self.publish)
 
     def sees(self, match: Match) -> bool:

@@ -232,6 +232,11 @@ def validate(
     """
     errors = structural_errors(query, text=text)
     publishers = dict(published or {})
+    for block in query.blocks:
+        if block.stream == RESERVED_STREAM:
+            errors.append(_reserved(query, block.span, text))
+    if query.publish == RESERVED_STREAM:
+        errors.append(_reserved(query, None, text))
     if query.publish is not None and any(b.stream == query.publish for b in query.blocks):
         errors.append(_cycle_error(query, query.publish, [query.qid], text))
     for block in query.blocks:
@@ -249,6 +254,22 @@ def validate(
                 )
             )
     return errors
+
+
+#: The stream the Spark job's composite events travel as (``engine.groups.composites``).
+RESERVED_STREAM = "xscl.composite"
+
+
+def _reserved(query: Query, span: Span | None, text: str | None) -> XsclValidationError:
+    return _error(
+        "XSCL-V012",
+        f"the stream name {RESERVED_STREAM!r} is reserved: the job's composite events "
+        "travel as it",
+        query,
+        span,
+        ("another stream name",),
+        text,
+    )
 
 
 def _cycle_error(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from xscl.engine.groups.composites import Composite
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, horizons
 from xscl.engine.groups.stored import StoredDoc, StoredDocs, token_of
@@ -85,4 +86,7 @@ class ChainGroup:
         return data
 
     def hot_values(self) -> list[str]:
+        return []
+
+    def composites(self) -> list[Composite]:
         return []

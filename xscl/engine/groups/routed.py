@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from xscl.engine.groups.composites import Composite
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.keys import (
     CHAIN_GROUP,
@@ -62,8 +63,9 @@ class GroupLogic(Protocol):
     """A group's logic for one micro-batch, built from the group's snapshot.
 
     ``process`` yields the batch's result records (each result once in the whole
-    job); afterwards ``snapshot`` is the group's new state (None: nothing stored) and
-    ``hot_values`` the values it found hot. Nothing it does depends on how the
+    job); afterwards ``snapshot`` is the group's new state (None: nothing stored),
+    ``hot_values`` the values it found hot and ``composites`` the composite events it
+    made (``hop_chains``: published for the next micro-batch). Nothing it does depends on how the
     documents were batched.
     """
 
@@ -72,6 +74,8 @@ class GroupLogic(Protocol):
     def snapshot(self) -> bytes | None: ...
 
     def hot_values(self) -> list[str]: ...
+
+    def composites(self) -> list[Composite]: ...
 
 
 class DocumentStore(Protocol):

@@ -36,8 +36,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 
+from xscl.engine.groups.composites import Composite, hop_value, is_event_label, is_hop_label
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
+from xscl.engine.groups.hop_chains import HopChains
 from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
@@ -52,7 +54,7 @@ from xscl.engine.key_labels import (
 from xscl.engine.matcher import match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.partner_reach import partner_reach, partner_reaches
-from xscl.engine.placements import KEYED, TIME, VALUE
+from xscl.engine.placements import COMPOSITE, KEYED, TIME, VALUE
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice
 
@@ -73,6 +75,7 @@ class ValueGroup:
             live = context.memory.take(context.group, token_of(snapshot))
         self.stored = live if isinstance(live, StoredDocs) else StoredDocs.load(snapshot)
         self.context = context
+        self.hops: HopChains | None = None
 
     def process(self, docs: Sequence[RoutedDoc]) -> Iterator[ResultRecord]:
         context = self.context
@@ -81,11 +84,13 @@ class ValueGroup:
         plans = list(subs.plans(VALUE))
         keyed = list(subs.plans(KEYED))
         timed = list(subs.plans(TIME))
+        hopping = list(subs.plans(COMPOSITE))
         reach = _widest(_widest(subs.reach(VALUE), subs.reach(TIME)), subs.reach(KEYED))
+        reach = _widest(reach, subs.reach(COMPOSITE))
         bases = lateness_bases(context.allowed_lateness, docs)
         if bases is not None:
             stored.evict_partners(bases[0], reach)
-        reaches = partner_reaches([*plans, *keyed, *timed]) if bases is not None else {}
+        reaches = partner_reaches([*plans, *keyed, *timed, *hopping]) if bases is not None else {}
         cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
         slices: dict[str, Slice] = {}
         anchors = [(plan, plan.probe_anchor()) for plan in plans]
@@ -134,7 +139,21 @@ class ValueGroup:
         keyed_reach = subs.reach(KEYED)
 
         exact = ExactDocs(context.documents, context.records.trees)
+        hops = HopChains(subs, stored, state_of, label_slice, cache) if subs.hop_plans else None
+        self.hops = hops
         for doc in sorted(docs, key=lambda d: d.seq):
+            if doc.probes and is_event_label(doc.probes[0]):  # a composite event
+                if hops is None:
+                    continue  # its chains were unsubscribed
+                for match in hops.composite(doc.seq, doc.data, doc.probes):
+                    if subs.sees(match):
+                        real = exact.match(match)
+                        if real is not None:
+                            yield context.records.record(real)
+                kept = hops.reach(doc.data) if bases is not None else GROUP_REACH
+                end = Composite.decode(doc.data).end
+                stored.add(StoredDoc(doc.seq, end, doc.homes, doc.data, kept))
+                continue
             new = cache.get(doc.seq, doc.data)
             probes = frozenset(doc.probes)
             homes = frozenset(doc.homes)
@@ -158,6 +177,7 @@ class ValueGroup:
                 if keyed
                 else (),
                 time_matches(timed, new, doc.probes, stored, state_of) if timed else (),
+                hops.document(new, doc.probes) if hops is not None else (),
             )
             for match in found:
                 if not subs.sees(match):
@@ -172,7 +192,13 @@ class ValueGroup:
                 stored.add(StoredDoc(doc.seq, new.ts, doc.homes, doc.data, kept))
                 for label in doc.homes:
                     under.pop(label, None)
-                    value = key_value(label) if is_key_label(label) else label
+                    value = (
+                        key_value(label)
+                        if is_key_label(label)
+                        else hop_value(label)
+                        if is_hop_label(label)
+                        else label
+                    )
                     part = slices.get(label)
                     if part is not None:
                         value_slice(part, new, value)
@@ -192,8 +218,15 @@ class ValueGroup:
         threshold = self.context.hot_threshold
         if threshold is None:
             return []
-        # a spread label is not reported: its key label is hot already (``key_labels``)
-        return [v for v in self.stored.hot(threshold) if not is_spread_label(v)]
+        # a spread label is not reported: its key label is hot already (``key_labels``);
+        # nor a composite chain's label: it is not spread
+        hot = self.stored.hot(threshold)
+        return [v for v in hot if not is_spread_label(v) and not is_hop_label(v)]
+
+    def composites(self) -> list[Composite]:
+        """The composite events the batch made (``hop_chains``), for the commit to
+        publish."""
+        return [] if self.hops is None else list(self.hops.events.values())
 
 
 def _widest(one: int | None, other: int | None) -> int | None:

@@ -15,8 +15,10 @@ Output rows (``OUTPUT_DDL``): ``kind`` (``part`` | ``entry-at`` | ``dead`` | ``h
 JSON line, from the CEL job), ``query``, ``result_id``, ``end`` (microseconds),
 ``line``. A ``hot`` row carries a value the group found hot in ``line``; a ``publish``
 row, a result of a query that PUBLISHes, as a document of its stream (``query``: the
-stream; docid = the result id, ts = ``end``, its XML in ``line``), which the job's
-commit appends to the published spool (``sink``); a ``time`` row (one per group and
+stream; docid = the result id, ts = ``end``, its XML in ``line``), or a composite event
+of a chain matched hop by hop (``groups.hop_chains``: stream ``xscl.composite``, the
+event as text in ``line``), which the job's commit appends to the published spool
+(``sink``); a ``time`` row (one per group and
 batch) the state partition in ``query`` and the microseconds the group took in
 ``end``: the sink sums them per partition into the batch's marker, which is how
 ``xscl serve`` reports the slowest and the mean task of the stateful stage.
@@ -37,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from xscl.engine.groups.chain_group import ChainGroup
+from xscl.engine.groups.composites import COMPOSITE_STREAM
 from xscl.engine.groups.routed import GroupContext, GroupLogic, RoutedDoc, kind_of
 from xscl.engine.groups.value_group import ValueGroup
 from xscl.engine.output import ResultRecord
@@ -122,6 +125,10 @@ class JoinGroups:
                 yield _frame(out)
                 out = []
         out.extend(published)
+        out.extend(
+            ("publish", COMPOSITE_STREAM, event.event_id(), event.end, event.encode().encode())
+            for event in logic.composites()
+        )
         out.extend(("hot", "", "", 0, v.encode()) for v in logic.hot_values())
         kept = logic.snapshot()
         if kept is not None:

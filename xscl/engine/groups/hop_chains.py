@@ -1,0 +1,227 @@
+"""Chains matched one hop at a time, partitioned by each hop's value (Cayuga's NEXT).
+
+A composite-placed chain ``B0 op1 B1 op2 B2 ...`` (``placements.COMPOSITE``: every
+block r >= 1 is joined to an earlier block by its hop edge's value, and no one value
+joins them all) is matched as Cayuga's automaton does (Hong ch. 4, NEXT): a match of
+blocks 0..j is a composite event (``composites``; spec 3.2) that waits, in the group of
+each value hop j + 1 can join it by, for block j + 1's document, and that document
+waits there for it. Every step runs in the value groups:
+
+* **Hop 1** joins two documents, like a two-block value join: each is stored under
+  ``doc_label(v)`` of each value it holds at a hop edge's end and probes it; a new
+  document finds the stored ones by the hop edge's value (``hop_plans``: the prefix of
+  two blocks, block 0's or block 1's plan, probing the hop edge first).
+* **Hop j >= 2** joins a composite event of j documents with block j's document. A new
+  document probes the composite events stored under ``event_label(v)``; a new composite
+  event (from the published spool, a micro-batch after the match that made it) probes
+  the documents stored under ``doc_label(v)``. Each candidate is checked by block j's
+  plan of the prefix of j + 1 blocks over the event's documents and the new one, so a
+  composite event is a real match of its prefix, windows included.
+
+A match of every block is a result; a match of fewer leaves as a composite event
+(``events``), published by the job's commit and routed by its exits in the next
+micro-batch.
+
+**Each result once.** A match's hop values are fixed by its nodes. A match of the
+prefix of j + 1 blocks is kept only in the group of its own hop j value (the label
+probed) and only when its hop values 1..j-1 are the composite event's path. The
+composite event of (documents, path) is made in one group at one time (when its last
+part arrives there), with the exits of every prefix match of that path; the spool keeps
+it once. Its documents' next partner and it meet once in the group of their hop value,
+by the later of the two. So every match of the chain is found once, through the one
+chain of composite events whose paths are its hop values, whatever the arrival order,
+the batching or a replay.
+
+**Eviction.** A composite event is stored with its end as timestamp and the template's
+widest window as reach: a later document joins it only within its window of the event's
+start, which is no later than its end. A document is kept by ``partner_reach``, as in
+a value join. The job's eviction floor (``spark_plugin.job.published_floor``) applies,
+as to every published document: an event's end is its timestamp there.
+
+Where it runs: in a value group's batch (``value_group``), per new document that probes
+a hop label and per composite event routed there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from xscl.engine.groups.codec import encode_state
+from xscl.engine.groups.composites import (
+    Composite,
+    doc_label,
+    event_label,
+    hop_value,
+    is_doc_label,
+    is_event_label,
+)
+from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.keyed_chains import value_slice
+from xscl.engine.groups.stored import StoredDoc, StoredDocs
+from xscl.engine.hop_plans import HopPlans
+from xscl.engine.matcher import Match, match_document
+from xscl.engine.plans import RolePlan
+from xscl.engine.state import DocState
+from xscl.engine.subscriptions import Subscriptions
+from xscl.engine.view_cache import Slice
+
+
+def _no_scan() -> Iterable[DocState]:
+    return ()
+
+
+class HopChains:
+    """One value group's composite chains for one batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        subscriptions: Subscriptions,
+        stored: StoredDocs,
+        state_of: Callable[[StoredDoc], DocState],
+        label_slice: Callable[[str, str], Slice],
+        decoded: DecodedDocs,
+    ) -> None:
+        self.subscriptions = subscriptions
+        self.stored = stored
+        self.state_of = state_of
+        self.label_slice = label_slice
+        self.decoded = decoded
+        #: the composite events this batch made: id -> event (exits merged)
+        self.events: dict[str, Composite] = {}
+        self._composites: dict[int, Composite] = {}
+        self._encoded: dict[int, bytes] = {}
+
+    def document(self, new: DocState, probes: Iterable[str]) -> Iterator[Match]:
+        """The full matches a new document completes here (its composite events go to
+        ``events``)."""
+        values = {hop_value(label) for label in probes if is_doc_label(label)}
+        if not values:
+            return
+        hops = self.subscriptions.hop_plans
+
+        def slice_of(value: str) -> Slice:
+            if value not in values:
+                return {}  # another hop value's group owns it
+            return self.label_slice(doc_label(value), value)
+
+        for plans in hops.values():
+            for plan in plans.hops[0]:
+                found = list(match_document(plan, new, slice_of, _no_scan))
+                self._extend(plans, 2, found, ())
+        for value in values:
+            for position in self.stored.index.get(event_label(value), ()):
+                event = self._composite(self.stored.docs[position])
+                chain = hops.get(event.template)
+                if chain is not None:
+                    yield from self._hop(chain, event, value, new)
+
+    def composite(self, seq: int, data: bytes, probes: Iterable[str]) -> Iterator[Match]:
+        """The full matches a composite event routed here completes (``events``: the
+        longer ones it makes)."""
+        event = self._composites[seq] = Composite.decode(data)
+        plans = self.subscriptions.hop_plans.get(event.template)
+        if plans is None:
+            return  # its queries were unsubscribed
+        for label in probes:
+            if not is_event_label(label):
+                continue
+            value = hop_value(label)
+            for position in self.stored.index.get(doc_label(value), ()):
+                yield from self._hop(plans, event, value, self.state_of(self.stored.docs[position]))
+
+    def reach(self, data: bytes) -> int | None:
+        """How long a stored composite event is kept after its end (None: INF)."""
+        event = Composite.decode(data)
+        plans = self.subscriptions.hop_plans.get(event.template)
+        return 0 if plans is None else plans.max_window
+
+    def _composite(self, entry: StoredDoc) -> Composite:
+        event = self._composites.get(entry.seq)
+        if event is None:
+            event = self._composites[entry.seq] = Composite.decode(entry.data)
+        return event
+
+    def _hop(self, plans: HopPlans, event: Composite, value: str, new: DocState) -> Iterator[Match]:
+        """Composite event ``event`` (j documents) with ``new`` in block j, by hop j's
+        ``value``: the full matches, or the longer event."""
+        j = len(event.seqs)
+        if new.seq in event.seqs or j >= plans.block_count:
+            return
+        members = [
+            self.decoded.get(seq, data) for seq, data in zip(event.seqs, event.members, strict=True)
+        ]
+        slices: dict[str, Slice] = {}
+
+        def slice_of(probed: str) -> Slice:
+            part = slices.get(probed)
+            if part is None:
+                part = slices[probed] = {}
+                for member in members:
+                    value_slice(part, member, probed)
+            return part
+
+        plan: RolePlan = plans.hops[j - 1][0]
+        want = (*event.seqs, new.seq)
+        path = (*event.path, value)
+        found = [
+            match
+            for match in match_document(plan, new, slice_of, lambda: members)
+            if tuple(d.seq for d in match[1]) == want and _on_path(plans, match, path)
+        ]
+        if j + 1 == plans.block_count:
+            yield from found
+        else:
+            self._extend(plans, j + 1, found, event.path)
+
+    def _extend(
+        self, plans: HopPlans, blocks: int, found: list[Match], path: tuple[str, ...]
+    ) -> None:
+        """Composite events of the prefix matches ``found`` (of ``blocks`` blocks, each
+        with hop values ``path`` then its own hop ``blocks - 1`` value)."""
+        if not found:
+            return
+        template = plans.template
+        exit_meta = plans.edges[blocks - 1][0]
+        last_meta = plans.edges[blocks - 2][0]
+        for match in found:
+            _row, docs, nodes = match
+            blocks_of = template.blocks
+            own = docs[blocks_of[last_meta]].values.get(nodes[last_meta], "")
+            exit_value = docs[blocks_of[exit_meta]].values.get(nodes[exit_meta], "")
+            if not own or not exit_value:
+                continue  # empty values never join
+            event = Composite(
+                template,
+                (*path, own),
+                tuple(d.seq for d in docs),
+                tuple(self._bytes(d) for d in docs),
+                (exit_value,),
+                max(d.ts for d in docs),
+            )
+            key = event.event_id()
+            known = self.events.get(key)
+            if known is not None:
+                if exit_value in known.exits:
+                    continue
+                event = Composite(
+                    known.template, known.path, known.seqs, known.members,
+                    (*known.exits, exit_value), known.end,
+                )  # fmt: skip
+            self.events[key] = event
+
+    def _bytes(self, doc: DocState) -> bytes:
+        """A document as a composite event carries it (encoded once per batch)."""
+        data = self._encoded.get(doc.seq)
+        if data is None:
+            data = self._encoded[doc.seq] = encode_state(doc)
+        return data
+
+
+def _on_path(plans: HopPlans, match: Match, path: tuple[str, ...]) -> bool:
+    """Whether ``match``'s hop values are ``path`` (hop 1, 2, ...)."""
+    _row, docs, nodes = match
+    blocks = plans.template.blocks
+    return all(
+        docs[blocks[a]].values.get(nodes[a], "") == value
+        for (a, _b), value in zip(plans.edges, path, strict=False)
+    )
