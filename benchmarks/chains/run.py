@@ -9,10 +9,12 @@ of ``feeds-kagi-smallweb`` (``web``) and ``feeds-stream-youthopp`` (``youth``) i
 event-time order; a third of the queries three-block chains keyed by one author or
 one category (the job partitions them by that value), a fifth chains joined by two
 values, a fifth joins without a value (``{TRUE, 1h}``), the rest PUBLISH pairs (a
-query publishing pairs of posts by one author, another joining that stream). The
-chains joined by two values run in the job's chain group (one partition); the others
-are spread over the value groups, the PUBLISH pairs' second query reading what the
-first publishes from the job's published spool, a micro-batch later.
+query publishing pairs of posts by one author, another joining that stream). Every
+query is spread over the value groups: the chains joined by two values one hop at a
+time, the match of their first two blocks travelling to the group of the second value
+as a composite event through the job's published spool, a micro-batch later (before
+that, they ran in the job's one chain group); the PUBLISH pairs' second query reads
+what the first publishes from the same spool.
 
 Each checkout runs ``benchmarks/spark_rss/run.py --workloads chains`` of *this*
 checkout (so every checkout gets the same queries and items) with ``PYTHONPATH`` on

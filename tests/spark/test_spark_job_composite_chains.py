@@ -1,13 +1,16 @@
 """Chains matched one hop at a time (``placements.COMPOSITE``, ``groups.hop_chains``),
 through the job's executor functions without Spark (``test_spark_job_groups.run_job``).
 
-A chain whose blocks are each joined to an earlier one by a value, with no one value
-joining them all (``A {x = y} B {p = q} C``), used to run in the one chain group. Now
-the match of its first blocks is a composite event, found in the group of its last hop's
-value, published, and routed in the next micro-batch to the group of each value its next
-hop can join it by, where it meets that block's documents. The workload mixes JOIN and
+A chain whose blocks are each joined to an earlier one by a value or a finite window,
+with no one value joining them all (``A {x = y} B {p = q} C``, ``A {x = y} B {TRUE, 2s}
+C``), used to run in the one chain group. Now the match of its first blocks is a
+composite event, found in the group of its last hop's value (or time bucket),
+published, and routed in the next micro-batch to the group of each value (or bucket) its
+next hop can join it by, where it meets that block's documents. The workload mixes JOIN and
 FOLLOWED BY, a hop from block 0 to block 2, four blocks, a hop with a second equality,
-INF windows, and a composite chain that PUBLISHes, read by a value join. Every test
+INF windows, a composite chain that PUBLISHes, read by a value join, and hops without a
+value but with a finite window (matched by the time buckets of the window's class: two
+queries of one template with windows of two classes). Every test
 compares with ``xscl.reference``: random arrival orders, re-deliveries, batch cuts and
 lateness (generated), and a late document in each block position (by hand).
 ``tests/spark/test_spark_job_shapes.py`` runs a composite chain on ``local[2]`` and
@@ -35,7 +38,7 @@ from xscl.engine.groups.composites import (
     event_label,
 )
 from xscl.engine.groups.keys import PUBLISHED_BASE
-from xscl.engine.placements import COMPOSITE, VALUE
+from xscl.engine.placements import CHAIN, COMPOSITE, VALUE
 from xscl.engine.records import RecordBuilder
 from xscl.engine.routing import Router, RouteShape, value_bucket
 from xscl.service.live_queries import LiveQueries
@@ -54,10 +57,19 @@ both: S//item[./a->x][./b->p] JOIN {x = y, INF} T//item[./a->y][./c->k]
 pubs: S//item[./a->x] FOLLOWED BY {x = y, 6s} T//item[./a->y][./b->p]
       JOIN {p = q, 6s} U//item[./b->q] PUBLISH C;
 reads: C/result/item[./c->m] JOIN {m = n, 6s} T//item[./c->n];
+loose: S//item[./a->x] FOLLOWED BY {x = y, 4s} T//item[./a->y] JOIN {TRUE, 2s} S//item[./c->q];
+wide: S//item[./a->x] FOLLOWED BY {x = y, 9s} T//item[./a->y] JOIN {TRUE, 7s} S//item[./c->q];
+head: S//item JOIN {TRUE, 3s} T//item[./b->p] FOLLOWED BY {p = q, 5s} U//item[./b->q];
+mixed: S//item[./a->x] JOIN {x = y, INF} T//item[./a->y] JOIN {TRUE, 3s} U//item[./c->q];
+"""
+#: a hop without a value and an INF window: every pair may join (the chain group)
+FOREVER = """\
+forever: S//item[./a->x] JOIN {x = y, 5s} T//item[./a->y] JOIN {TRUE, INF} U//item;
 """
 PLACED = {
     "fans": COMPOSITE, "hops": COMPOSITE, "four": COMPOSITE, "both": COMPOSITE,
-    "pubs": COMPOSITE, "reads": VALUE,
+    "pubs": COMPOSITE, "reads": VALUE, "loose": COMPOSITE, "wide": COMPOSITE,
+    "head": COMPOSITE, "mixed": COMPOSITE, "forever": CHAIN,
 }  # fmt: skip
 
 
@@ -84,8 +96,10 @@ def _queries(tmp_path: Path, text: str) -> Any:
     return LiveQueries().at(str(tmp_path / "registry"), 1)
 
 
-def test_unkeyed_chains_of_value_hops_are_composite(tmp_path: Path) -> None:
-    queries = _queries(tmp_path, QUERIES)
+def test_unkeyed_chains_with_a_value_or_a_finite_window_per_hop_are_composite(
+    tmp_path: Path,
+) -> None:
+    queries = _queries(tmp_path, QUERIES + FOREVER)
     assert queries.subscriptions.placement == PLACED
     assert queries.subscriptions.feeds_back()  # composite events come back a batch later
 

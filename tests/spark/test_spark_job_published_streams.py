@@ -53,7 +53,7 @@ reads_z: Z/result/item[./b->k] JOIN {k = l, 3s} S//item[./b->l];
 fans: S//item[./a->x][./b->p] FOLLOWED BY {x = y, 6s} T//item[./a->y]
       FOLLOWED BY {p = q, 6s} S//item[./b->q] PUBLISH C;
 loose: S//item[./a->x] FOLLOWED BY {x = y, 6s} T//item[./a->y]
-       JOIN {TRUE, 4s} S//item[./b = 'w1'] PUBLISH C;
+       FOLLOWED BY {TRUE, INF} S//item[./b = 'w1'] PUBLISH C;
 reads_c: C/result/item[./b->m] JOIN {m = n, 5s} T//item[./b->n];
 one_of_r: R/result/item[./b = 'w1'];
 """

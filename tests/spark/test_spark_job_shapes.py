@@ -4,8 +4,8 @@ One workload holds what the value groups evaluate (two-block value joins, genera
 queries with 0-4 equalities, SELECT lists, windows 0..INF, and a join without a value
 condition, partitioned by time, a three-block chain keyed by one value, a PUBLISH chain
 read by another query, and a three-block chain joined by two values, matched one hop at
-a time through composite events) and what only the chain group can (a chain with a hop
-without a value). Its documents arrive out of time order,
+a time through composite events, one hop by value and one by time) and what only the
+chain group can (a chain with a hop without a value and an INF window). Its documents arrive out of time order,
 some re-delivered, and the job runs with an allowed lateness, so late dead letters and
 eviction happen too. The job's result set must equal ``xscl.reference``'s record for
 record:
@@ -52,6 +52,8 @@ keyed3: S//item->i[./a->x] JOIN {x = y, 6s} T//item->j[./a->y]
     FOLLOWED BY {y = z, INF} S//item->k[./a->z];
 loose: S//item->i[./a->x] FOLLOWED BY {x = y, 6s} T//item->j[./a->y]
     JOIN {TRUE, 1s} S//item->k;
+ever: S//item->i[./a->x] FOLLOWED BY {x = y, 2s} T//item->j[./a->y][./c->z]
+    FOLLOWED BY {TRUE, INF} S//item->k[./c->w];
 """
 LATENESS_MICROS = 3_000_000
 #: The generated workloads' seed: another each run; XSCL_WORKLOAD_SEED=N repeats run N.
@@ -69,7 +71,7 @@ def _covers_every_shape(workload: Workload) -> bool:
     records = local_records(shaped.text, shaped.docs, LATENESS_MICROS, limit=400)
     queries = {r["query"] for r in records}
     late = reference_dead_letters(shaped.docs, LATENESS_MICROS)
-    shapes = {"pub", "reads_pub", "chain3", "scan", "keyed3", "loose"}
+    shapes = {"pub", "reads_pub", "chain3", "scan", "keyed3", "loose", "ever"}
     return shapes <= queries and bool(late) and len(records) <= 400
 
 

@@ -3,7 +3,9 @@
 docs/architecture.md ("Exactly once across take-overs"): kill -9 of the driver or an executor
 at any moment, restart, and the results equal a failure-free run (no loss, no
 duplicate). Two scenarios, each over a spool of 30 generated documents and their
-queries (``tests/workloads.py``, with 15 to 150 results):
+queries (``tests/workloads.py``) and a chain matched hop by hop (``served.CHAIN``: its
+matches travel as composite events through the published spool, so each kill strikes
+mid-chain), with 15 to 150 results:
 
 * two documents per batch: the driver (Python, its JVM and the Python workers below
   it) is SIGKILLed three times in one run, each time at another point of a

@@ -1,17 +1,20 @@
 """The plans that join a composite-placed chain one hop at a time (``groups.hop_chains``).
 
 A chain of K blocks whose every block r >= 1 is joined to an earlier one by a value
-equality (``placements.hop_edges``) is matched as Cayuga's NEXT does (Hong ch. 4): the
-match of blocks 0..r-1, a composite event (spec 3.2), meets block r's document in the
-group of hop r's value. Each hop checks a *prefix* of the chain: the template and the
-query rows cut after block r (``prefix_template``, ``prefix_row``), with the windows of
-the first r operators, so a composite event is a real match of its prefix, windows
-included (left-associative chains: a prefix's semantics do not depend on the blocks
-after it, docs/language.md "Joins across documents").
+equality or a finite window (``placements.hop_links``) is matched as Cayuga's NEXT does
+(Hong ch. 4): the match of blocks 0..r-1, a composite event (spec 3.2), meets block r's
+document in the group of hop r's value, or of its time bucket. Each hop checks a
+*prefix* of the chain: the template and the query rows cut after block r
+(``prefix_template``, ``prefix_row``), with the windows of the first r operators, so a
+composite event is a real match of its prefix, windows included (left-associative
+chains: a prefix's semantics do not depend on the blocks after it, docs/language.md
+"Joins across documents").
 
 Per hop r, the role plan of block r in the prefix of r + 1 blocks, probing hop r's
-edge first; hop 1 also has block 0's plan (both ends of the first hop are documents,
-and either may arrive last).
+edge first (a hop without one scans: the group gives it the documents of its time
+buckets); hop 1 also has block 0's plan (both ends of the first hop are documents, and
+either may arrive last). A time hop's class is its row's (``hop_class``): each query's
+matches go only through the buckets of its own window's class.
 
 Where it runs: built with the subscriptions (each worker's, once per registry
 version); matched in the value groups (``groups.hop_chains``).
@@ -31,8 +34,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from xscl.engine.placements import COMPOSITE, hop_edges
+from xscl.engine.placements import COMPOSITE, hop_links
 from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.time_buckets import window_class
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow
 
@@ -74,8 +78,8 @@ class HopPlans:
     """One composite-placed template's hop plans (see the module docstring)."""
 
     template: Template
-    #: hop r's edge at ``edges[r - 1]``
-    edges: tuple[tuple[int, int], ...]
+    #: hop r's edge at ``edges[r - 1]`` (None: a time hop)
+    edges: tuple[tuple[int, int] | None, ...]
     #: hop r's plans at ``hops[r - 1]``: block r's in the prefix of r + 1 blocks (hop 1:
     #: block 0's too)
     hops: list[list[RolePlan]]
@@ -83,12 +87,14 @@ class HopPlans:
     #: the widest window of the template's rows (None: INF): how long a composite event
     #: is kept for a later document
     max_window: int | None = 0
+    #: the whole R_T row of each query
+    full_rows: dict[str, QueryRow] = field(default_factory=dict)
     _windows: dict[str, int | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, template: Template) -> HopPlans:
-        edges = hop_edges(template)
-        if edges is None or template.block_count < 3:
+        edges = hop_links(template)
+        if template.block_count < 3:
             raise ValueError(f"{template} is not placed {COMPOSITE}")
         hops: list[list[RolePlan]] = []
         for r, edge in enumerate(edges, start=1):
@@ -103,6 +109,7 @@ class HopPlans:
             for plan in plans:
                 plan.insert(cut)
         self.rows += 1
+        self.full_rows[row.qid] = row
         self._windows[row.qid] = _widest(row.windows)
         self._recompute()
 
@@ -112,6 +119,7 @@ class HopPlans:
             for plan in plans:
                 plan.delete(cut)
         self.rows -= 1
+        self.full_rows.pop(row.qid, None)
         self._windows.pop(row.qid, None)
         self._recompute()
 
@@ -122,6 +130,13 @@ class HopPlans:
     @property
     def block_count(self) -> int:
         return self.template.block_count
+
+    def hop_class(self, qid: str, hop: int) -> int:
+        """The time class of query ``qid``'s window at time hop ``hop`` (finite: a
+        query with a time hop is placed here only when its windows are)."""
+        window = self.full_rows[qid].windows[hop - 1]
+        assert window is not None, "a composite chain's time hop has a finite window"
+        return window_class(window)
 
 
 def _widest(windows: tuple[int | None, ...]) -> int | None:

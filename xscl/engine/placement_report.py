@@ -15,6 +15,8 @@ before subscribing thousands of them.
 ... two: S//item[./a->x][./b->p] JOIN {x = y, 1h} T//item[./a->y]
 ...      JOIN {p = q, 1h} U//item[./b->q];
 ... loose: S//item[./a->x] JOIN {x = y, 1h} T//item[./a->y] JOIN {TRUE, 1h} U//item;
+... forever: S//item[./a->x] JOIN {x = y, 1h} T//item[./a->y] JOIN {TRUE, INF} U//item;
+... mixed: S//item[./a->x] JOIN {x = y, INF} T//item[./a->y] JOIN {TRUE, 1h} U//item;
 ... busy: S//item[./a->x] JOIN {x = y, 1h} S//item[./a->y] PUBLISH B;
 ... '''
 >>> print(placement_report(parse_queries(text)))  # doctest: +NORMALIZE_WHITESPACE
@@ -29,9 +31,15 @@ Where `xscl serve` evaluates each query (docs/architecture.md, "The join state p
   two: the value groups, one hop at a time: partitioned by the value of x = y, then
     p = q; a match of the first blocks goes on to the next hop's value as a composite
     event from the next micro-batch
-  loose: the chain group: one partition holding every document of its streams
-    (docs/architecture.md, "The chain group"), because a block of its 3 is joined to
-    the ones before it by no value equality
+  loose: the value groups, one hop at a time: partitioned by the value of x = y, then
+    time buckets of its window; a match of the first blocks goes on to the next hop's
+    value as a composite event from the next micro-batch
+  forever: the chain group: one partition holding every document of its streams
+    (docs/architecture.md, "The chain group"), because a hop of its 3 blocks has no
+    value condition and an INF window
+  mixed: the value groups, one hop at a time: partitioned by the value of x = y, then
+    time buckets of its window; a match of the first blocks goes on to the next hop's
+    value as a composite event from the next micro-batch
   busy: the value groups, partitioned by the value of x = y; its results are documents
     of B from the next micro-batch
 """
@@ -48,7 +56,7 @@ from xscl.engine.placements import (
     TIME,
     VALUE,
     Placeable,
-    hop_edges,
+    hop_links,
     key_class,
     owner_edge,
     place_queries,
@@ -104,9 +112,10 @@ def _why(where: str, assignment: TemplateAssignment) -> str:
         key = " = ".join(names[m] for m in key_class(template))
         return f"the value groups, partitioned by the value of {key} (a keyed chain)"
     if where == COMPOSITE:
-        edges = hop_edges(template)
-        assert edges is not None
-        hops = ", then ".join(f"{names[a]} = {names[b]}" for a, b in edges)
+        hops = ", then ".join(
+            "time buckets of its window" if edge is None else f"{names[edge[0]]} = {names[edge[1]]}"
+            for edge in hop_links(template)
+        )
         return (
             "the value groups, one hop at a time: partitioned by the value of "
             f"{hops}; a match of the first blocks goes on to the next hop's value as a "
@@ -116,6 +125,6 @@ def _why(where: str, assignment: TemplateAssignment) -> str:
     if template.block_count == 2:
         return f"{_CHAIN_WHY}, because its join has no value condition and an INF window"
     return (
-        f"{_CHAIN_WHY}, because a block of its {template.block_count} is joined to the "
-        "ones before it by no value equality"
+        f"{_CHAIN_WHY}, because a hop of its {template.block_count} blocks has no value "
+        "condition and an INF window"
     )

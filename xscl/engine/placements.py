@@ -23,14 +23,16 @@ ones). The in-process engine keeps one state and places everything in ``ALL``.
   edge's: each document is stored under it in its group, and the newest one finds
   the others there.
 * ``COMPOSITE``: three or more blocks without such a class, each block joined to an
-  earlier one by a value equality (its **hop edge**, ``hop_edges``):
-  ``A {a = b} B {c = d} C``. A match of blocks 0..j is a composite event (spec 3.2)
-  found in the group of hop j's value, and sent, through the published spool, to the
-  group of each value hop j + 1 can join it by (Hong ch. 4: Cayuga's NEXT keeps a
-  prefix match as an automaton instance indexed by what its next edge needs;
-  ``groups.hop_chains``).
-* ``CHAIN``: everything else: a chain with a block joined to the earlier ones by no
-  value equality, and ``{TRUE, INF}`` joins.
+  earlier one by a value equality (its **hop edge**, ``hop_links``), or by a finite
+  window alone: ``A {a = b} B {c = d} C``,
+  ``A {a = b} B {TRUE, 1h} C``. A match of blocks 0..j is a composite event (spec
+  3.2) found in the group of hop j's value (or time bucket), and sent, through the
+  published spool, to the group of each value (or bucket) hop j + 1 can join it by
+  (Hong ch. 4: Cayuga's NEXT keeps a prefix match as an automaton instance indexed by
+  what its next edge needs; ``groups.hop_chains``).
+* ``CHAIN``: everything else: ``{TRUE, INF}`` joins, and chains with such a hop (no
+  value, an INF window): every pair of documents may join there, and no value or time
+  bounds them.
 
 Where a query reads from, and whether it PUBLISHes, does not place it: what a join
 group publishes is appended to the job's published spool when its batch commits, and
@@ -51,8 +53,11 @@ streams").
 'keyed'
 >>> hops = Template(("JOIN", "JOIN"), (0, 0, 1, 1, 2), (-1, 0, -1, 2, -1),
 ...                 (True, False, True, False, True), ((1, 3), (2, 4)))
->>> placement_of(hops), hop_edges(hops)
+>>> placement_of(hops), hop_links(hops)
 ('composite', ((1, 3), (2, 4)))
+>>> loose = Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True), ((0, 1),))
+>>> placement_of(loose, bounded=True), placement_of(loose), hop_links(loose)
+('composite', 'chain', ((0, 1), None))
 """
 
 from __future__ import annotations
@@ -140,61 +145,75 @@ def key_edge(template: Template, role: int) -> tuple[int, int]:
     raise ValueError(f"block {role} has no key edge to another block")
 
 
-def hop_edges(template: Template) -> tuple[tuple[int, int], ...] | None:
+def hop_links(template: Template) -> tuple[tuple[int, int] | None, ...]:
     """Per block r >= 1, its **hop edge**: the first value edge between a node of an
-    earlier block and one of block r (``(earlier, r's)``); None when some block has none.
-    A chain's composite event of blocks 0..r-1 is joined with block r's document by the
-    value of hop edge r (``groups.hop_chains``).
+    earlier block and one of block r (``(earlier, r's)``), or None when no value joins
+    it to the earlier blocks (its window alone does). A chain's composite event of
+    blocks 0..r-1 is joined with block r's document by the value of hop edge r, or by
+    time buckets of its window (``groups.hop_chains``).
 
-    >>> hop_edges(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    >>> hop_links(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
     ...                    ((0, 2), (1, 2))))
-    >>> hop_edges(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
+    (None, (0, 2))
+    >>> hop_links(Template(("JOIN", "JOIN"), (0, 1, 2), (-1, -1, -1), (True, True, True),
     ...                    ((0, 1), (0, 2))))
     ((0, 1), (0, 2))
     """
     blocks = template.blocks
-    out = []
-    for block in range(1, template.block_count):
-        edge = next(
-            (
-                (a, b)
-                for a, b in template.value_edges
-                if blocks[b] == block and blocks[a] < block
-            ),
+    return tuple(
+        next(
+            ((a, b) for a, b in template.value_edges if blocks[b] == block and blocks[a] < block),
             None,
         )
-        if edge is None:
-            return None
-        out.append(edge)
-    return tuple(out)
+        for block in range(1, template.block_count)
+    )
 
 
 @lru_cache(maxsize=4096)  # a few templates: placing 100k queries asks it 100k times
 def placement_of(template: Template, *, bounded: bool = False) -> Placement:
     """Where a query of ``template`` is evaluated (see the module docstring);
-    ``bounded``: every window of the query is finite."""
+    ``bounded``: every window of a hop without a value equality (``hop_links``) is
+    finite."""
     if template.block_count == 1:
         return STATELESS
     if owner_edge(template) is not None:
         return VALUE
     if template.block_count > 2 and key_class(template):
         return KEYED
-    if template.block_count > 2 and hop_edges(template) is not None:
+    if template.block_count > 2 and (bounded or None not in hop_links(template)):
         return COMPOSITE
     return TIME if template.block_count == 2 and bounded else CHAIN
 
 
 @dataclass(frozen=True)
 class Placeable:
-    """What placing a query needs: its template, and whether every window is finite."""
+    """What placing a query needs: its template, and whether every window of a hop
+    without a value equality is finite."""
 
     template: Template
     bounded: bool
 
     @classmethod
     def of(cls, normal: NormalQuery, template: Template) -> Placeable:
-        """A query's, from its normal form and its template."""
-        return cls(template, all(op.window_micros is not None for op in normal.ops))
+        """A query's, from its normal form and its template (blocks in query order).
+
+        >>> from xscl.lang.parser import parse_query
+        >>> from xscl.templates.shapes import ShapeMemo
+        >>> memo = ShapeMemo()
+        >>> query = parse_query("q: S//a->x JOIN {x = y, INF} T//b->y JOIN {TRUE, 1h} U//c")
+        >>> normal = memo.normal(query)
+        >>> Placeable.of(normal, memo.assignment(normal).template).bounded
+        True
+        """
+        links = hop_links(template)
+        return cls(
+            template,
+            all(
+                op.window_micros is not None
+                for op, link in zip(normal.ops, links, strict=True)
+                if link is None
+            ),
+        )
 
 
 def place_queries(queries: Mapping[str, Placeable]) -> dict[str, Placement]:

@@ -59,14 +59,14 @@ from xscl.engine.placements import (
     STATELESS,
     TIME,
     VALUE,
-    hop_edges,
+    hop_links,
     key_class,
     owner_edge,
 )
 from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
-from xscl.engine.time_buckets import home_label, probe_labels, row_class
+from xscl.engine.time_buckets import LABEL_PREFIX, home_label, is_label, probe_labels, row_class
 from xscl.engine.view_cache import Slice
 from xscl.xpath import DocumentRows, Stage1Error
 
@@ -148,6 +148,10 @@ class RoutingTable:
     #: later end of the others): a document is stored under, and probes, the hop label
     #: of each value it holds at one (``groups.hop_chains``)
     hop_vars: frozenset[int] = frozenset()
+    #: (var id, class) of the block tops of a composite chain's time hops (both blocks
+    #: of hop 1): a document binding the var id is stored and probes under that class's
+    #: time labels, as hop labels
+    hop_roots: frozenset[tuple[int, int]] = frozenset()
 
     @classmethod
     def of(cls, subs: Subscriptions) -> RoutingTable:
@@ -173,11 +177,19 @@ class RoutingTable:
         bounded = all(w is not None for row in keyed for w in row.windows)
         stateless = any(True for _ in subs.plans(STATELESS))
         hops: set[int] = set()
+        hop_roots: set[tuple[int, int]] = set()
         for row in subs.rows(COMPOSITE):
-            edges = hop_edges(row.template)
-            assert edges is not None  # composite-placed templates have them
-            hops.add(row.var_ids[edges[0][0]])
-            hops.update(row.var_ids[b] for _a, b in edges)
+            template = row.template
+            tops = [m for m, parent in enumerate(template.parents) if parent == -1]
+            for hop, edge in enumerate(hop_links(template), start=1):
+                if edge is not None:  # both ends of hop 1, the later end of the others
+                    hops.add(row.var_ids[edge[1]])
+                    if hop == 1:
+                        hops.add(row.var_ids[edge[0]])
+                    continue
+                width = subs.hop_plans[template].hop_class(row.qid, hop)
+                for block in (0, 1) if hop == 1 else (hop,):
+                    hop_roots.add((row.var_ids[tops[block]], width))
         return cls(
             frozenset(owners),
             streams,
@@ -186,14 +198,20 @@ class RoutingTable:
             frozenset(keys),
             bounded,
             frozenset(hops),
+            frozenset(hop_roots),
         )
 
     def time_classes(self) -> dict[int, tuple[int, ...]]:
         """The time classes of each var id at a time-placed block's top."""
-        out: dict[int, set[int]] = {}
-        for var, width in self.time_roots:
-            out.setdefault(var, set()).add(width)
-        return {var: tuple(sorted(widths)) for var, widths in out.items()}
+        return _classes(self.time_roots)
+
+
+def _classes(roots: frozenset[tuple[int, int]]) -> dict[int, tuple[int, ...]]:
+    """Var id -> its time classes, from (var id, class) pairs."""
+    out: dict[int, set[int]] = {}
+    for var, width in roots:
+        out.setdefault(var, set()).add(width)
+    return {var: tuple(sorted(widths)) for var, widths in out.items()}
 
 
 @dataclass(frozen=True)
@@ -246,6 +264,7 @@ class Router:
         self.records = records
         self.hot = hot
         self.time_classes = table.time_classes()
+        self.hop_classes = _classes(table.hop_roots)
 
     def route(
         self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None
@@ -300,14 +319,38 @@ class Router:
         event = Composite.decode(text)
         if event.template not in self.subscriptions.hop_plans:
             return  # its chains were unsubscribed
-        labels: dict[int, list[str]] = {}
+        homes: dict[int, list[str]] = {}
+        probes: dict[int, list[str]] = {}
         for value in event.exits:
-            bucket = value_bucket(doc_label(value), self.shape.buckets)
-            labels.setdefault(bucket, []).append(event_label(value))
+            if not is_label(value):
+                self._hop_label(value, homes, probes, home=True, event=True)
+                continue
+            width = int(value.removeprefix(LABEL_PREFIX))  # a time hop's class
+            home = home_label(width, event.end)
+            for label in probe_labels(width, event.end):
+                self._hop_label(label, homes, probes, home=label == home, event=True)
         data = text.encode("ascii")
-        for bucket, found in sorted(labels.items()):
+        for bucket in sorted(probes):
             key = self.shape.group_keys[bucket]
-            routed.rows.append(GroupRow(key, data, tuple(found), tuple(found)))
+            found = tuple(dict.fromkeys(probes[bucket]))
+            routed.rows.append(GroupRow(key, data, tuple(homes.get(bucket, ())), found))
+
+    def _hop_label(
+        self,
+        value: str,
+        homes: dict[int, list[str]],
+        probes: dict[int, list[str]],
+        *,
+        home: bool,
+        event: bool = False,
+    ) -> None:
+        """Add a composite chain's hop label of ``value`` (a digest or a time label),
+        a document's or an event's, in the group of the document label (not spread)."""
+        bucket = value_bucket(doc_label(value), self.shape.buckets)
+        label = event_label(value) if event else doc_label(value)
+        if home:
+            homes.setdefault(bucket, []).append(label)
+        probes.setdefault(bucket, []).append(label)
 
     def _stateless(
         self, stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows
@@ -350,7 +393,13 @@ class Router:
             if classes
             else set()
         )
-        if not table.owner_vars and not widths and not table.key_vars and not table.hop_vars:
+        hop_classes = self.hop_classes
+        hop_widths = (
+            {width for var, _node in rows.matches for width in hop_classes.get(var, ())}
+            if hop_classes
+            else set()
+        )
+        if not (table.owner_vars or widths or table.key_vars or table.hop_vars or hop_widths):
             return
         digested = digest_rows(rows)  # the value groups join on digests (``codec``)
         values = dict(digested.values)
@@ -373,14 +422,14 @@ class Router:
                 self._spread_key(label, value, stream, docid, homes, probes)
         for var, node in digested.value_nodes:
             value = values[node]
-            if var not in table.hop_vars or not value:
+            if var not in table.hop_vars or not value or doc_label(value) in routed_values:
                 continue
-            label = doc_label(value)
-            if label not in routed_values:  # not spread: a composite chain's label
-                routed_values.add(label)
-                bucket = value_bucket(label, self.shape.buckets)
-                homes.setdefault(bucket, []).append(label)
-                probes.setdefault(bucket, []).append(label)
+            routed_values.add(doc_label(value))  # not spread: a composite chain's label
+            self._hop_label(value, homes, probes, home=True)
+        for width in sorted(hop_widths):
+            home = home_label(width, ts)
+            for label in probe_labels(width, ts):
+                self._hop_label(label, homes, probes, home=label == home)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):

@@ -45,6 +45,7 @@ a hop label and per composite event routed there.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 from xscl.engine.groups.codec import encode_state
 from xscl.engine.groups.composites import (
@@ -63,6 +64,7 @@ from xscl.engine.matcher import Match, match_document
 from xscl.engine.plans import RolePlan
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
+from xscl.engine.time_buckets import LABEL_PREFIX, is_label, label_class
 from xscl.engine.view_cache import Slice
 
 
@@ -94,9 +96,11 @@ class HopChains:
     def document(self, new: DocState, probes: Iterable[str]) -> Iterator[Match]:
         """The full matches a new document completes here (its composite events go to
         ``events``)."""
-        values = {hop_value(label) for label in probes if is_doc_label(label)}
-        if not values:
+        labels = {hop_value(label) for label in probes if is_doc_label(label)}
+        if not labels:
             return
+        values = {label for label in labels if not is_label(label)}
+        times = sorted(label for label in labels if is_label(label))
         hops = self.subscriptions.hop_plans
 
         def slice_of(value: str) -> Slice:
@@ -105,15 +109,27 @@ class HopChains:
             return self.label_slice(doc_label(value), value)
 
         for plans in hops.values():
+            first = plans.edges[0]
             for plan in plans.hops[0]:
-                found = list(match_document(plan, new, slice_of, _no_scan))
-                self._extend(plans, 2, found, ())
-        for value in values:
-            for position in self.stored.index.get(event_label(value), ()):
+                if first is not None:
+                    for match in match_document(plan, new, slice_of, _no_scan):
+                        self._extend(plans, 2, match, (_value_at(match, first[0]),))
+                    continue
+                for label in times:  # a time hop: the documents stored under its buckets
+                    width = label_class(label)
+                    docs = [
+                        self.state_of(self.stored.docs[p])
+                        for p in self.stored.index.get(doc_label(label), ())
+                    ]
+                    for match in match_document(plan, new, _no_slice, docs.copy):
+                        if plans.hop_class(match[0].qid, 1) == width:
+                            self._extend(plans, 2, match, (label,))
+        for label in labels:
+            for position in self.stored.index.get(event_label(label), ()):
                 event = self._composite(self.stored.docs[position])
                 chain = hops.get(event.template)
                 if chain is not None:
-                    yield from self._hop(chain, event, value, new)
+                    yield from self._hop(chain, event, label, new)
 
     def composite(self, seq: int, data: bytes, probes: Iterable[str]) -> Iterator[Match]:
         """The full matches a composite event routed here completes (``events``: the
@@ -163,51 +179,40 @@ class HopChains:
         plan: RolePlan = plans.hops[j - 1][0]
         want = (*event.seqs, new.seq)
         path = (*event.path, value)
-        found = [
-            match
-            for match in match_document(plan, new, slice_of, lambda: members)
-            if tuple(d.seq for d in match[1]) == want and _on_path(plans, match, path)
-        ]
-        if j + 1 == plans.block_count:
-            yield from found
-        else:
-            self._extend(plans, j + 1, found, event.path)
+        for match in match_document(plan, new, slice_of, lambda: members):
+            if tuple(d.seq for d in match[1]) != want or not _on_path(plans, match, path):
+                continue
+            if j + 1 == plans.block_count:
+                yield match
+            else:
+                self._extend(plans, j + 1, match, path)
 
-    def _extend(
-        self, plans: HopPlans, blocks: int, found: list[Match], path: tuple[str, ...]
-    ) -> None:
-        """Composite events of the prefix matches ``found`` (of ``blocks`` blocks, each
-        with hop values ``path`` then its own hop ``blocks - 1`` value)."""
-        if not found:
-            return
-        template = plans.template
-        exit_meta = plans.edges[blocks - 1][0]
-        last_meta = plans.edges[blocks - 2][0]
-        for match in found:
-            _row, docs, nodes = match
-            blocks_of = template.blocks
-            own = docs[blocks_of[last_meta]].values.get(nodes[last_meta], "")
-            exit_value = docs[blocks_of[exit_meta]].values.get(nodes[exit_meta], "")
-            if not own or not exit_value:
-                continue  # empty values never join
-            event = Composite(
-                template,
-                (*path, own),
-                tuple(d.seq for d in docs),
-                tuple(self._bytes(d) for d in docs),
-                (exit_value,),
-                max(d.ts for d in docs),
-            )
-            key = event.event_id()
-            known = self.events.get(key)
-            if known is not None:
-                if exit_value in known.exits:
-                    continue
-                event = Composite(
-                    known.template, known.path, known.seqs, known.members,
-                    (*known.exits, exit_value), known.end,
-                )  # fmt: skip
-            self.events[key] = event
+    def _extend(self, plans: HopPlans, blocks: int, match: Match, path: tuple[str, ...]) -> None:
+        """The composite event of a prefix match of ``blocks`` blocks with hop values
+        ``path``: made, or given the match's exit."""
+        row, docs, _nodes = match
+        edge = plans.edges[blocks - 1]  # the next hop's
+        if edge is None:  # a time hop: its buckets, of this query's window's class
+            exit_value = f"{LABEL_PREFIX}{plans.hop_class(row.qid, blocks)}"
+        else:
+            exit_value = _value_at(match, edge[0])
+        if not path[-1] or not exit_value:
+            return  # empty values never join
+        event = Composite(
+            plans.template,
+            path,
+            tuple(d.seq for d in docs),
+            tuple(self._bytes(d) for d in docs),
+            (exit_value,),
+            max(d.ts for d in docs),
+        )
+        key = event.event_id()
+        known = self.events.get(key)
+        if known is not None:
+            if exit_value in known.exits:
+                return
+            event = replace(known, exits=(*known.exits, exit_value))
+        self.events[key] = event
 
     def _bytes(self, doc: DocState) -> bytes:
         """A document as a composite event carries it (encoded once per batch)."""
@@ -217,11 +222,23 @@ class HopChains:
         return data
 
 
-def _on_path(plans: HopPlans, match: Match, path: tuple[str, ...]) -> bool:
-    """Whether ``match``'s hop values are ``path`` (hop 1, 2, ...)."""
+def _value_at(match: Match, meta: int) -> str:
+    """The value (a digest) of meta-variable ``meta``'s node in ``match``."""
     _row, docs, nodes = match
-    blocks = plans.template.blocks
-    return all(
-        docs[blocks[a]].values.get(nodes[a], "") == value
-        for (a, _b), value in zip(plans.edges, path, strict=False)
-    )
+    return docs[match[0].template.blocks[meta]].values.get(nodes[meta], "")
+
+
+def _no_slice(_value: str) -> Slice:
+    return {}
+
+
+def _on_path(plans: HopPlans, match: Match, path: tuple[str, ...]) -> bool:
+    """Whether ``match``'s hop values are ``path`` (hop 1, 2, ...): a value hop's edge
+    value, a time hop's bucket of the class of the match's query."""
+    for hop, (edge, value) in enumerate(zip(plans.edges, path, strict=False), start=1):
+        if edge is None:
+            if label_class(value) != plans.hop_class(match[0].qid, hop):
+                return False
+        elif _value_at(match, edge[0]) != value:
+            return False
+    return True
