@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xscl.connectors import spool as spool_module
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool, SpoolReader
 from xscl.errors import SpoolCorruptError, SpoolLockedError, StreamNameError
@@ -63,6 +64,56 @@ def test_second_writer_is_refused(tmp_path: Path) -> None:
         assert info.value.code == "XSCL-C030"
         assert isinstance(info.value, OSError)
     Spool(tmp_path).close()  # released on close
+
+
+def test_a_suspended_writer_resumes_with_its_index_when_nobody_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between appends the lock is free, and what was verified is kept: resuming reads
+    no record again, across segment roll-overs, and still refuses duplicates."""
+    spool = Spool(tmp_path, segment_bytes=600)
+    spool.append([_doc(f"n{i}") for i in range(12)])
+    spool.suspend()
+    Spool(tmp_path).close()  # the lock is free while suspended: another writer opens
+    scans: list[Path] = []
+    real_scan = spool_module.scan_segment
+    monkeypatch.setattr(
+        spool_module,
+        "scan_segment",
+        lambda name, *a, **k: scans.append(name) or real_scan(name, *a, **k),
+    )
+    assert spool.resume() is True and scans == []
+    assert spool.append([_doc("n3"), _doc("fresh")]) == [None, 12]
+    spool.suspend()
+    assert spool.resume() is True and scans == []
+    assert [o for o, _ in spool.read(10, 20)] == [10, 11, 12]
+    spool.close()
+
+
+def test_a_suspended_writer_recovers_when_another_wrote(tmp_path: Path) -> None:
+    """Another writer appended while the first was suspended: the first recovers from
+    scratch on resuming, so it sees the other's documents (no duplicate, no gap)."""
+    spool = Spool(tmp_path)
+    spool.append([_doc("a")])
+    spool.suspend()
+    with Spool(tmp_path) as other:
+        assert other.append([_doc("b")]) == [1]
+    assert spool.resume() is False
+    assert spool.append([_doc("b"), _doc("c")]) == [None, 2]
+    spool.close()
+    with pytest.raises(ValueError, match="not suspended"):
+        Spool(tmp_path).resume()
+
+
+def test_resuming_while_another_writer_holds_the_lock_is_refused(tmp_path: Path) -> None:
+    spool = Spool(tmp_path)
+    spool.suspend()
+    with Spool(tmp_path) as other:
+        with pytest.raises(SpoolLockedError):
+            spool.resume()
+        other.append([_doc("x")])
+    assert spool.resume() is False and spool.offset_of("S", "x") == 0
+    spool.close()
 
 
 def test_bad_document_leaves_spool_unchanged(tmp_path: Path) -> None:

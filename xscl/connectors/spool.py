@@ -41,6 +41,12 @@ Durability guarantees, precisely:
   only after the data ``fsync``, so a reader never sees a record that a crash could
   still take away, and never a torn one. ``HEAD`` itself is not ``fsync``-ed: after
   power loss it may lag (never lead) until the writer reopens.
+* Letting go between appends (``suspend``, ``resume``): a writer that appends now and
+  then (the job's commit, to its published spool) releases the lock in between, so
+  another instance can take over, and keeps what it verified: ``resume`` takes the
+  lock back and reuses its index when the folder is exactly as it left it (the
+  segments, their sizes and modification times, ``HEAD`` and the retention mark),
+  else recovers from scratch as a new writer would.
 * Retention (``Spool.compact``, ``xscl.connectors.retention``): the oldest records can
   be dropped, a prefix of the offsets; every other record keeps its offset. Reading a
   dropped offset raises ``SpoolExpiredError`` (``XSCL-C033``); ``first_offset`` says
@@ -329,6 +335,8 @@ class Spool:
             ) from None
         self._index: dict[bytes, int] = {}
         self._active_fd = -1
+        #: the folder as ``suspend`` left it (None: not suspended)
+        self._left: tuple[object, ...] | None = None
         try:
             self.recovery = self._recover()
         except BaseException:
@@ -519,6 +527,57 @@ class Spool:
     def read(self, start: int, end: int) -> list[tuple[int, Document]]:
         """Committed records with ``start <= offset < end`` (see ``SpoolReader.read``)."""
         return self.reader.read(start, end)
+
+    def suspend(self) -> None:
+        """Release the lock and the active segment, keeping the index (``resume``)."""
+        if self._active_fd < 0:
+            raise ValueError("spool is closed")
+        os.close(self._active_fd)
+        self._active_fd = -1
+        self._left = self._fingerprint()
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    def resume(self) -> bool:
+        """Take the lock back (``SpoolLockedError`` while another writer holds it).
+        True: the folder is as ``suspend`` left it, and the index is reused; False:
+        something else wrote to it, and it was recovered from scratch."""
+        if self._left is None:
+            raise ValueError("spool is not suspended")
+        self._lock_fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise SpoolLockedError(
+                "another writer holds the spool lock", source=str(self.path / LOCK_NAME)
+            ) from None
+        left, self._left = self._left, None
+        try:
+            if self._fingerprint() == left:
+                name = self.path / segment_name(self._active_base, sealed=False)
+                self._active_fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+                return True
+            self._index = {}
+            self.recovery = self._recover()
+        except BaseException:
+            self.close()
+            raise
+        return False
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What the folder holds, as far as a writer's index depends on it."""
+        files = []
+        for base, sealed in list_segments(self.path):
+            stat = os.stat(self.path / segment_name(base, sealed=sealed))
+            files.append((base, sealed, stat.st_size, stat.st_mtime_ns))
+        try:
+            head = (self.path / HEAD_NAME).read_bytes()
+        except FileNotFoundError:
+            head = b""
+        return (tuple(files), head, retained_from(self.path))
 
     def close(self) -> None:
         """Close the active segment and release the writer lock (idempotent)."""

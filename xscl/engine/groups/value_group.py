@@ -51,7 +51,7 @@ from xscl.engine.key_labels import (
     key_value,
     spread_label,
 )
-from xscl.engine.matcher import match_document
+from xscl.engine.matcher import Match, match_document
 from xscl.engine.output import ResultRecord
 from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.placements import COMPOSITE, KEYED, TIME, VALUE
@@ -139,20 +139,27 @@ class ValueGroup:
         keyed_reach = subs.reach(KEYED)
 
         exact = ExactDocs(context.documents, context.records.trees)
+
+        def records(found: Iterable[Match]) -> Iterator[ResultRecord]:
+            """The records of the matches the subscriptions see, checked on the real
+            strings (``exact``: None for equal digests of different strings)."""
+            for match in found:
+                if subs.sees(match):
+                    real = exact.match(match)
+                    if real is not None:
+                        yield context.records.record(real)
+
         hops = HopChains(subs, stored, state_of, label_slice, cache) if subs.hop_plans else None
         self.hops = hops
         for doc in sorted(docs, key=lambda d: d.seq):
             if doc.probes and is_event_label(doc.probes[0]):  # a composite event
                 if hops is None:
                     continue  # its chains were unsubscribed
-                for match in hops.composite(doc.seq, doc.data, doc.probes):
-                    if subs.sees(match):
-                        real = exact.match(match)
-                        if real is not None:
-                            yield context.records.record(real)
-                kept = hops.reach(doc.data) if bases is not None else GROUP_REACH
-                end = Composite.decode(doc.data).end
-                stored.add(StoredDoc(doc.seq, end, doc.homes, doc.data, kept))
+                yield from records(hops.composite(doc.seq, doc.data, doc.probes))
+                if doc.homes:  # else only probes here (a time hop's neighbouring bucket)
+                    kept = hops.reach(doc.data) if bases is not None else GROUP_REACH
+                    end = Composite.decode(doc.data).end
+                    stored.add(StoredDoc(doc.seq, end, doc.homes, doc.data, kept))
                 continue
             new = cache.get(doc.seq, doc.data)
             probes = frozenset(doc.probes)
@@ -179,12 +186,7 @@ class ValueGroup:
                 time_matches(timed, new, doc.probes, stored, state_of) if timed else (),
                 hops.document(new, doc.probes) if hops is not None else (),
             )
-            for match in found:
-                if not subs.sees(match):
-                    continue
-                real = exact.match(match)
-                if real is not None:  # None: equal digests of different strings
-                    yield context.records.record(real)
+            yield from records(found)
             if doc.homes:  # else only probes here (a hot value stored under another salt)
                 # without lateness nothing is evicted: the group's reach, should a later
                 # run of the job allow lateness
