@@ -5,10 +5,10 @@ queries with 0-4 equalities, SELECT lists, windows 0..INF, and a join without a 
 condition, partitioned by time, a three-block chain keyed by one value, a PUBLISH chain
 read by another query, and a three-block chain joined by two values, matched one hop at
 a time through composite events, one hop by value and one by time) and what only the
-chain group can (a chain with a hop without a value and an INF window). Its documents arrive out of time order,
-some re-delivered, and the job runs with an allowed lateness, so late dead letters and
-eviction happen too. The job's result set must equal ``xscl.reference``'s record for
-record:
+chain group can (a chain with a hop without a value and an INF window). Its documents
+arrive out of time order, some re-delivered, and the job runs with an allowed lateness,
+so late dead letters and eviction happen too. The job's result set must equal
+``xscl.reference``'s record for record:
 
 * on the shared ``local[2]`` session, in micro-batches of 7 documents;
 * under ``local-cluster[2,1,1024]`` (two executor JVMs) through ``xscl serve --once``
