@@ -50,3 +50,15 @@ def reference_by_id(
     reference_run_batch(text, source, out, allowed_lateness_micros=lateness)
     records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     return {r["result_id"]: r for r in records}
+
+
+def subscribed(work: Path, text: str) -> Any:
+    """A worker's queries (``LiveQueries``) after ``text`` is subscribed and applied
+    at offset 0 in a registry under ``work``."""
+    from xscl.service.live_queries import LiveQueries
+    from xscl.service.subscriptions import SubscriptionLog
+
+    log = SubscriptionLog(work / "registry")
+    log.subscribe(text, source="q.xscl")
+    log.record_applied(1, 0)
+    return LiveQueries().at(str(work / "registry"), 1)

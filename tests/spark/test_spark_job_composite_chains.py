@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from tests.profiles import examples
-from tests.spark.jobkit import reference_by_id
+from tests.spark.jobkit import reference_by_id, subscribed
 from tests.spark.test_spark_job_groups import run_job
 from xscl.connectors.document import Document
 from xscl.engine.groups.codec import digest
@@ -41,8 +41,6 @@ from xscl.engine.groups.keys import PUBLISHED_BASE
 from xscl.engine.placements import CHAIN, COMPOSITE, VALUE
 from xscl.engine.records import RecordBuilder
 from xscl.engine.routing import Router, RouteShape, value_bucket
-from xscl.service.live_queries import LiveQueries
-from xscl.service.subscriptions import SubscriptionLog
 
 SECOND = 1_000_000
 QUERIES = """\
@@ -89,17 +87,10 @@ def _documents(rng: random.Random, count: int) -> list[Document]:
     return docs
 
 
-def _queries(tmp_path: Path, text: str) -> Any:
-    log = SubscriptionLog(tmp_path / "registry")
-    log.subscribe(text, source="q.xscl")
-    log.record_applied(1, 0)
-    return LiveQueries().at(str(tmp_path / "registry"), 1)
-
-
 def test_unkeyed_chains_with_a_value_or_a_finite_window_per_hop_are_composite(
     tmp_path: Path,
 ) -> None:
-    queries = _queries(tmp_path, QUERIES + FOREVER)
+    queries = subscribed(tmp_path, QUERIES + FOREVER)
     assert queries.subscriptions.placement == PLACED
     assert queries.subscriptions.feeds_back()  # composite events come back a batch later
 
@@ -156,7 +147,7 @@ def test_a_composite_event_is_routed_to_the_groups_of_its_exits(tmp_path: Path) 
     its next hop can join it by, stored and probing under its event label there, in the
     group its hop's documents are stored in; a document a user sends on the reserved
     stream is not one (it is routed as any document: no query reads it)."""
-    queries = _queries(tmp_path, QUERIES)
+    queries = subscribed(tmp_path, QUERIES)
     subs = queries.subscriptions
     router = Router(
         RouteShape(tuple(range(16))), subs, queries.routing(), RecordBuilder(subs.record_plan)

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from tests.profiles import examples
-from tests.spark.jobkit import reference_by_id
+from tests.spark.jobkit import reference_by_id, subscribed
 from tests.spark.test_spark_job_groups import run_job
 from tests.spark.test_spark_job_time_joins import _Spool
 from xscl.connectors.document import Document, write_envelopes
@@ -46,8 +46,6 @@ from xscl.engine.placements import COMPOSITE, KEYED
 from xscl.engine.records import RecordBuilder
 from xscl.engine.routing import Routed, Router, RouteShape, salt_of
 from xscl.lang.parser import parse_queries
-from xscl.service.live_queries import LiveQueries
-from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.batch import run_batch
 
 SECOND = 1_000_000
@@ -84,13 +82,6 @@ def _documents(rng: random.Random, count: int, values: int = 2) -> list[Document
     return docs
 
 
-def _queries(tmp_path: Path, text: str) -> Any:
-    log = SubscriptionLog(tmp_path / "registry")
-    log.subscribe(text, source="q.xscl")
-    log.record_applied(1, 0)
-    return LiveQueries().at(str(tmp_path / "registry"), 1)
-
-
 @examples(40, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
@@ -113,13 +104,13 @@ def test_keyed_chains_agree_with_the_reference(
 
 
 def test_keyed_chains_are_placed_by_their_key_and_spread_over_groups(tmp_path: Path) -> None:
-    queries = _queries(tmp_path, QUERIES)
+    queries = subscribed(tmp_path, QUERIES)
     subs = queries.subscriptions
     assert subs.placement == {
         "three": KEYED, "outside": KEYED, "wide": KEYED, "four": KEYED, "unkeyed": COMPOSITE,
         "forever": KEYED,
     }  # fmt: skip
-    keyed_only = _queries(tmp_path / "keyed", KEYED_QUERIES)
+    keyed_only = subscribed(tmp_path / "keyed", KEYED_QUERIES)
     router = Router(
         RouteShape(tuple(range(16)), 4, None), keyed_only.subscriptions, keyed_only.routing(),
         RecordBuilder(keyed_only.subscriptions.record_plan),
@@ -148,7 +139,7 @@ def _in_process(
     in process, batch by batch at ``cuts``. The hot set grows between batches as the
     driver's commit grows it (``hot_values``), and ``forced`` = (batch, value) makes
     the key of ``value`` hot before that batch besides."""
-    queries = _queries(work, text)
+    queries = subscribed(work, text)
     subs, table = queries.subscriptions, queries.routing()
     shape = RouteShape(tuple(range(16)), 4, lateness)
     spool, decoded = _Spool(docs), DecodedDocs()
@@ -285,7 +276,7 @@ def test_a_hot_key_is_not_spread_when_a_keyed_window_is_inf(tmp_path: Path) -> N
     """With an INF keyed chain subscribed, salt 0's group would have to look at the
     key's pre-hot documents for ever (``keyed_chains``), so a hot key stays in one
     group: stored and probed under its key label only."""
-    queries = _queries(tmp_path, KEYED_QUERIES + FOREVER)
+    queries = subscribed(tmp_path, KEYED_QUERIES + FOREVER)
     subs = queries.subscriptions
     assert not queries.routing().spread_keys
     label = key_label(digest("v"))
