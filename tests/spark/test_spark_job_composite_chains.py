@@ -12,7 +12,8 @@ INF windows, a composite chain that PUBLISHes, read by a value join, and hops wi
 value but with a finite window (matched by the time buckets of the window's class: two
 queries of one template with windows of two classes). Every test
 compares with ``xscl.reference``: random arrival orders, re-deliveries, batch cuts and
-lateness (generated), and a late document in each block position (by hand).
+lateness (generated), hop labels turning hot and spread over salts, and a late document
+in each block position (by hand).
 ``tests/spark/test_spark_job_shapes.py`` runs a composite chain on ``local[2]`` and
 ``local-cluster[2,1,1024]``.
 """
@@ -103,18 +104,21 @@ def test_unkeyed_chains_with_a_value_or_a_finite_window_per_hop_are_composite(
     lateness=st.sampled_from([None, 0, 2 * SECOND, 10 * SECOND]),
     ordered=st.booleans(),
     again=st.lists(st.integers(0, 23), max_size=3),
+    hot=st.sampled_from([None, 2]),
 )
 def test_composite_chains_agree_with_the_reference(
     tmp_path_factory: Any, seed: int, count: int, cuts: list[int], lateness: int | None,
-    ordered: bool, again: list[int],
+    ordered: bool, again: list[int], hot: int | None,
 ) -> None:  # fmt: skip
+    """``hot``: a hop label with more than that many entries in a group turns hot, and
+    is spread over 4 salts from the next batch on."""
     rng = random.Random(seed)
     docs = _documents(rng, count)
     if ordered:
         docs.sort(key=lambda d: d.ts_micros)
     docs += [docs[n] for n in again if n < len(docs)]  # re-deliveries: the same document
     work = tmp_path_factory.mktemp("composite")
-    got, _dead = run_job(work, QUERIES, docs, sorted(set(cuts)), lateness)
+    got, _dead = run_job(work, QUERIES, docs, sorted(set(cuts)), lateness, hot_threshold=hot)
     assert got == reference_by_id(work, QUERIES, docs, lateness)
 
 
@@ -169,3 +173,21 @@ def test_a_composite_event_is_routed_to_the_groups_of_its_exits(tmp_path: Path) 
     assert doc_label(digest("w0")) not in homes
     user = router.route(5, COMPOSITE_STREAM, "x", 7, "<item/>", None)
     assert user.dead is None and not user.rows  # a stream no query may read
+
+
+def test_a_composite_event_of_an_unsubscribed_chain_goes_nowhere(tmp_path: Path) -> None:
+    """Its chain was unsubscribed between the match that made it and the batch that
+    reads it: no group row, no error (the groups drop one that arrives anyway)."""
+    made = subscribed(tmp_path / "made", QUERIES)
+    template = next(t for t in made.subscriptions.hop_plans if t.block_count == 3)
+    event = Composite(template, (digest("v0"),), (1, 2), (b"", b""), (digest("w0"),), 7)
+    later = subscribed(
+        tmp_path / "later", "only: S//item[./a->x] JOIN {x = y, 5s} T//item[./a->y];"
+    )
+    subs = later.subscriptions
+    router = Router(
+        RouteShape(tuple(range(16))), subs, later.routing(), RecordBuilder(subs.record_plan)
+    )
+    routed = router.route(PUBLISHED_BASE, COMPOSITE_STREAM, event.event_id(), 7,
+                          event.encode(), None)  # fmt: skip
+    assert routed.rows == [] and routed.dead is None and not routed.records

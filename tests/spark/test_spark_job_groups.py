@@ -35,6 +35,7 @@ from xscl.results.group_parts import GroupParts
 from xscl.results.read import part_records
 from xscl.service.subscriptions import SubscriptionLog
 from xscl.spark_plugin.compile_job import compile_in_process
+from xscl.spark_plugin.job import hot_values
 from xscl.spark_plugin.job.join_groups import JoinGroups
 from xscl.spark_plugin.job.placement import group_keys
 from xscl.spark_plugin.job.routed_source import ROUTED_SCHEMA, RoutedStreamReader, RouteTask
@@ -73,11 +74,14 @@ def run_job(
     compiled: bool = False,
     part_format: str = "jsonl",
     feed_entries: int = 2,
+    hot_threshold: int | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Results (by id, read from the parts the groups staged) and dead letters of the
     executor functions over ``docs``; with ``compiled``, the workers register the
     queries from the compiled table. Each group's feed entries are checked
-    (``check_entries``)."""
+    (``check_entries``). With ``hot_threshold``, the groups report hot values and each
+    batch's are recorded before the next, as the driver's commit does, spread over 4
+    salts."""
     registry = work / "registry"
     log = SubscriptionLog(registry)
     log.subscribe(text, source="workload.xscl")
@@ -88,14 +92,17 @@ def run_job(
         spool.append(docs)
         end = spool.next_offset()
     parts = GroupParts(str(work / "results"), part_format, feed_entries)
+    hot_folder = str(work / "hot") if hot_threshold is not None else None
     route = RouteTask(
-        str(registry), group_keys(8, 3), 1, lateness, str(work / "results"), part_format,
-        feed_entries,
+        str(registry), group_keys(8, 3), 1 if hot_folder is None else 4, lateness,
+        str(work / "results"), part_format, feed_entries, hot_folder=hot_folder,
     )  # fmt: skip
     published = str(work / "published")
     options = SpoolOptions.parse({"path": str(work / "spool"), "registry": str(registry)})
     source = RoutedStreamReader(options, route, published)
-    groups = JoinGroups(str(registry), str(work / "spool"), lateness, parts, published=published)
+    groups = JoinGroups(
+        str(registry), str(work / "spool"), lateness, parts, hot_threshold, published=published
+    )
     states: dict[int, MemoryState] = {}
     results: dict[str, dict[str, Any]] = {}
     dead: list[dict[str, Any]] = []
@@ -112,6 +119,7 @@ def run_job(
         batches = [b for r in ranges for b in source.read(r)]
         routed = pa.Table.from_batches(batches, schema=ROUTED_SCHEMA).to_pandas()
         to_publish: list[Document] = []
+        hot: list[str] = []
         for key, rows in routed.groupby("group", sort=True):
             state = states.setdefault(int(key), MemoryState())
             entries: list[tuple[str, str, int, bytes]] = []
@@ -134,7 +142,11 @@ def run_job(
                         dead.append(json.loads(line))
                     elif kind == "publish":
                         to_publish.append(Document(query, result_id, int(end_ts), line.decode()))
+                    elif kind == "hot":
+                        hot.append(line.decode())
             check_entries(entries, results, feed_entries)
+        if hot_folder is not None:
+            hot_values.record(hot_folder, f"batch-{read}-{start}", hot)
         if to_publish:
             append_published(published, to_publish)
     return results, dead

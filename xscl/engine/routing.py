@@ -16,9 +16,12 @@ Per spool record, in its partition's offset order (``Router.route``):
    (``probes``); for the **time**-placed joins (``{TRUE, w}``), the same way under the
    labels of its time buckets (``time_buckets``: stored under its own bucket's, probing
    the neighbours'); for the **keyed** chains, under the key label of each value it
-   holds at a key class's node (``key_labels``); to the **chain** group, with real
-   values and its XML, when a chain-placed query reads its stream. A document with
-   none of these goes nowhere.
+   holds at a key class's node (``key_labels``); for the **composite** chains, under
+   the hop label of each value it holds at a hop edge (a time hop: its time buckets'
+   hop labels; ``groups.hop_chains``); to the **chain** group, with real values and its
+   XML, when a chain-placed query reads its stream. A document with none of these goes
+   nowhere. A composite event read from the published spool (``groups.composites``) is
+   not evaluated: it goes to the group of each of its exits.
 
 **Hot values**: a value the groups reported hot is spread over ``salts`` groups: a new
 document is stored under it in the group of one salt (chosen by its key) and probes
@@ -319,38 +322,52 @@ class Router:
         event = Composite.decode(text)
         if event.template not in self.subscriptions.hop_plans:
             return  # its chains were unsubscribed
+        key = event.event_id()
         homes: dict[int, list[str]] = {}
         probes: dict[int, list[str]] = {}
         for value in event.exits:
             if not is_label(value):
-                self._hop_label(value, homes, probes, home=True, event=True)
+                self._hop_label(value, key, homes, probes, home=True, event=True)
                 continue
             width = int(value.removeprefix(LABEL_PREFIX))  # a time hop's class
             home = home_label(width, event.end)
             for label in probe_labels(width, event.end):
-                self._hop_label(label, homes, probes, home=label == home, event=True)
+                self._hop_label(label, key, homes, probes, home=label == home, event=True)
         data = text.encode("ascii")
         for bucket in sorted(probes):
-            key = self.shape.group_keys[bucket]
             found = tuple(dict.fromkeys(probes[bucket]))
-            routed.rows.append(GroupRow(key, data, tuple(homes.get(bucket, ())), found))
+            group = self.shape.group_keys[bucket]
+            routed.rows.append(GroupRow(group, data, tuple(homes.get(bucket, ())), found))
 
     def _hop_label(
         self,
         value: str,
+        key: str,
         homes: dict[int, list[str]],
         probes: dict[int, list[str]],
         *,
         home: bool,
         event: bool = False,
     ) -> None:
-        """Add a composite chain's hop label of ``value`` (a digest or a time label),
-        a document's or an event's, in the group of the document label (not spread)."""
-        bucket = value_bucket(doc_label(value), self.shape.buckets)
-        label = event_label(value) if event else doc_label(value)
+        """Add a composite chain's hop label of ``value`` (a digest or a time label), a
+        document's or (``event``) a composite event's, in the group of its document
+        label. A hot one (reported by its document label) is spread as a hot value is:
+        stored under one salt's group (chosen by ``key``), probing every salt's, so each
+        pair is still found once, in the group that stores the earlier of the two."""
+        shape = self.shape
+        placed = doc_label(value)
+        label = event_label(value) if event else placed
+        if placed not in self.hot:
+            bucket = value_bucket(placed, shape.buckets)
+            if home:
+                homes.setdefault(bucket, []).append(label)
+            probes.setdefault(bucket, []).append(label)
+            return
         if home:
-            homes.setdefault(bucket, []).append(label)
-        probes.setdefault(bucket, []).append(label)
+            salt = zlib.crc32(key.encode()) % shape.salts
+            homes.setdefault(salted_bucket(placed, salt, shape.buckets), []).append(label)
+        for other in range(shape.salts):
+            probes.setdefault(salted_bucket(placed, other, shape.buckets), []).append(label)
 
     def _stateless(
         self, stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows
@@ -425,11 +442,11 @@ class Router:
             if var not in table.hop_vars or not value or doc_label(value) in routed_values:
                 continue
             routed_values.add(doc_label(value))  # not spread: a composite chain's label
-            self._hop_label(value, homes, probes, home=True)
+            self._hop_label(value, f"{stream}\x00{docid}", homes, probes, home=True)
         for width in sorted(hop_widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):
-                self._hop_label(label, homes, probes, home=label == home)
+                self._hop_label(label, f"{stream}\x00{docid}", homes, probes, home=label == home)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):

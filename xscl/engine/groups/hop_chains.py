@@ -1,11 +1,12 @@
-"""Chains matched one hop at a time, partitioned by each hop's value (Cayuga's NEXT).
+"""Chains matched one hop at a time, partitioned by each hop's value or time bucket
+(Cayuga's NEXT).
 
 A composite-placed chain ``B0 op1 B1 op2 B2 ...`` (``placements.COMPOSITE``: every
-block r >= 1 is joined to an earlier block by its hop edge's value, and no one value
-joins them all) is matched as Cayuga's automaton does (Hong ch. 4, NEXT): a match of
-blocks 0..j is a composite event (``composites``; spec 3.2) that waits, in the group of
-each value hop j + 1 can join it by, for block j + 1's document, and that document
-waits there for it. Every step runs in the value groups:
+block r >= 1 is joined to an earlier block by its hop edge's value, or by a finite
+window alone, and no one value joins them all) is matched as Cayuga's automaton does
+(Hong ch. 4, NEXT): a match of blocks 0..j is a composite event (``composites``; spec
+3.2) that waits, in the group of each value hop j + 1 can join it by, for block j + 1's
+document, and that document waits there for it. Every step runs in the value groups:
 
 * **Hop 1** joins two documents, like a two-block value join: each is stored under
   ``doc_label(v)`` of each value it holds at a hop edge's end and probes it; a new
@@ -17,6 +18,13 @@ waits there for it. Every step runs in the value groups:
   the documents stored under ``doc_label(v)``. Each candidate is checked by block j's
   plan of the prefix of j + 1 blocks over the event's documents and the new one, so a
   composite event is a real match of its prefix, windows included.
+* **A time hop** (no value, a finite window ``w``) is partitioned as a two-block
+  ``{TRUE, w}`` join is (``time_buckets``), per class of the query's window: its later
+  block's document (both documents of hop 1) is stored under the hop label of its own
+  bucket and probes the neighbouring ones' (a "value" that is a time label); a composite
+  event the same way by its end, since a document joins it only within ``w`` of its
+  end (spec 3.2). The hop's entry in the path is the bucket label the two met under,
+  and a match counts only through its own query's class (``_on_path``).
 
 A match of every block is a result; a match of fewer leaves as a composite event
 (``events``), published by the job's commit and routed by its exits in the next

@@ -36,7 +36,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 
-from xscl.engine.groups.composites import Composite, hop_value, is_event_label, is_hop_label
+from xscl.engine.groups.composites import (
+    Composite,
+    doc_label,
+    hop_value,
+    is_event_label,
+    is_hop_label,
+)
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.hop_chains import HopChains
@@ -221,9 +227,11 @@ class ValueGroup:
         if threshold is None:
             return []
         # a spread label is not reported: its key label is hot already (``key_labels``);
-        # nor a composite chain's label: it is not spread
+        # a composite chain's hop label is reported as its document label, which places
+        # the value's documents and composite events alike (``routing``)
         hot = self.stored.hot(threshold)
-        return [v for v in hot if not is_spread_label(v) and not is_hop_label(v)]
+        labels = (doc_label(hop_value(v)) if is_hop_label(v) else v for v in hot)
+        return list(dict.fromkeys(v for v in labels if not is_spread_label(v)))
 
     def composites(self) -> list[Composite]:
         """The composite events the batch made (``hop_chains``), for the commit to
