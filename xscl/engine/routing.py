@@ -325,49 +325,23 @@ class Router:
         key = event.event_id()
         homes: dict[int, list[str]] = {}
         probes: dict[int, list[str]] = {}
+        # placed by the hop's document label (its group, its salts when hot), stored and
+        # probing under the event label
         for value in event.exits:
             if not is_label(value):
-                self._hop_label(value, key, homes, probes, home=True, event=True)
+                self._spread(doc_label(value), COMPOSITE_STREAM, key, homes, probes, home=True,
+                             label=event_label(value))  # fmt: skip
                 continue
             width = int(value.removeprefix(LABEL_PREFIX))  # a time hop's class
             home = home_label(width, event.end)
-            for label in probe_labels(width, event.end):
-                self._hop_label(label, key, homes, probes, home=label == home, event=True)
+            for time_label in probe_labels(width, event.end):
+                self._spread(doc_label(time_label), COMPOSITE_STREAM, key, homes, probes,
+                             home=time_label == home, label=event_label(time_label))  # fmt: skip
         data = text.encode("ascii")
         for bucket in sorted(probes):
             found = tuple(dict.fromkeys(probes[bucket]))
             group = self.shape.group_keys[bucket]
             routed.rows.append(GroupRow(group, data, tuple(homes.get(bucket, ())), found))
-
-    def _hop_label(
-        self,
-        value: str,
-        key: str,
-        homes: dict[int, list[str]],
-        probes: dict[int, list[str]],
-        *,
-        home: bool,
-        event: bool = False,
-    ) -> None:
-        """Add a composite chain's hop label of ``value`` (a digest or a time label), a
-        document's or (``event``) a composite event's, in the group of its document
-        label. A hot one (reported by its document label) is spread as a hot value is:
-        stored under one salt's group (chosen by ``key``), probing every salt's, so each
-        pair is still found once, in the group that stores the earlier of the two."""
-        shape = self.shape
-        placed = doc_label(value)
-        label = event_label(value) if event else placed
-        if placed not in self.hot:
-            bucket = value_bucket(placed, shape.buckets)
-            if home:
-                homes.setdefault(bucket, []).append(label)
-            probes.setdefault(bucket, []).append(label)
-            return
-        if home:
-            salt = zlib.crc32(key.encode()) % shape.salts
-            homes.setdefault(salted_bucket(placed, salt, shape.buckets), []).append(label)
-        for other in range(shape.salts):
-            probes.setdefault(salted_bucket(placed, other, shape.buckets), []).append(label)
 
     def _stateless(
         self, stream: str, docid: str, ts: int, xml: str, seq: int, rows: DocumentRows
@@ -441,12 +415,12 @@ class Router:
             value = values[node]
             if var not in table.hop_vars or not value or doc_label(value) in routed_values:
                 continue
-            routed_values.add(doc_label(value))  # not spread: a composite chain's label
-            self._hop_label(value, f"{stream}\x00{docid}", homes, probes, home=True)
+            routed_values.add(doc_label(value))  # a composite chain's hop label
+            self._spread(doc_label(value), stream, docid, homes, probes, home=True)
         for width in sorted(hop_widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):
-                self._hop_label(label, f"{stream}\x00{docid}", homes, probes, home=label == home)
+                self._spread(doc_label(label), stream, docid, homes, probes, home=label == home)
         for width in sorted(widths):
             home = home_label(width, ts)
             for label in probe_labels(width, ts):
@@ -498,19 +472,23 @@ class Router:
         probes: dict[int, list[str]],
         *,
         home: bool,
+        label: str | None = None,
     ) -> None:
-        """Add a value (or time label) to the buckets the document is stored under
-        (``home``) and probes: its own bucket, or for a hot one, one salt's bucket to be
-        stored in and every salt's to probe."""
+        """Add a value (or time label, or a composite chain's hop label) to the buckets
+        the document is stored under (``home``) and probes: its own bucket, or for a hot
+        one, one salt's bucket to be stored in and every salt's to probe. ``label``: what
+        it is stored and probes under there, when not ``value`` itself (a composite
+        event's event label, placed by its document label)."""
         shape = self.shape
+        label = value if label is None else label
         if value in self.hot:
             if home:
                 salt = salt_of(stream, docid, shape.salts)
-                homes.setdefault(salted_bucket(value, salt, shape.buckets), []).append(value)
+                homes.setdefault(salted_bucket(value, salt, shape.buckets), []).append(label)
             for other in range(shape.salts):
-                probes.setdefault(salted_bucket(value, other, shape.buckets), []).append(value)
+                probes.setdefault(salted_bucket(value, other, shape.buckets), []).append(label)
         else:
             bucket = value_bucket(value, shape.buckets)
             if home:
-                homes.setdefault(bucket, []).append(value)
-            probes.setdefault(bucket, []).append(value)
+                homes.setdefault(bucket, []).append(label)
+            probes.setdefault(bucket, []).append(label)

@@ -66,7 +66,7 @@ from xscl.engine.groups.composites import (
 )
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.keyed_chains import value_slice
-from xscl.engine.groups.stored import StoredDoc, StoredDocs
+from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs
 from xscl.engine.hop_plans import HopPlans
 from xscl.engine.matcher import Match, match_document
 from xscl.engine.plans import RolePlan
@@ -153,11 +153,16 @@ class HopChains:
             for position in self.stored.index.get(doc_label(value), ()):
                 yield from self._hop(plans, event, value, self.state_of(self.stored.docs[position]))
 
-    def reach(self, data: bytes) -> int | None:
-        """How long a stored composite event is kept after its end (None: INF)."""
-        event = Composite.decode(data)
+    def stored_event(
+        self, seq: int, homes: tuple[str, ...], data: bytes, *, evicting: bool
+    ) -> StoredDoc:
+        """A composite event routed here, as the group stores it: its end as timestamp,
+        the template's widest window as reach (``evicting``: the lateness is set; else
+        the group's, should a later run allow lateness)."""
+        event = self._composites.get(seq) or Composite.decode(data)
         plans = self.subscriptions.hop_plans.get(event.template)
-        return 0 if plans is None else plans.max_window
+        reach = (0 if plans is None else plans.max_window) if evicting else GROUP_REACH
+        return StoredDoc(seq, event.end, homes, data, reach)
 
     def _composite(self, entry: StoredDoc) -> Composite:
         event = self._composites.get(entry.seq)

@@ -162,10 +162,11 @@ class ValueGroup:
                 if hops is None:
                     continue  # its chains were unsubscribed
                 yield from records(hops.composite(doc.seq, doc.data, doc.probes))
-                if doc.homes:  # else only probes here (a time hop's neighbouring bucket)
-                    kept = hops.reach(doc.data) if bases is not None else GROUP_REACH
-                    end = Composite.decode(doc.data).end
-                    stored.add(StoredDoc(doc.seq, end, doc.homes, doc.data, kept))
+                if doc.homes:  # else only probes here (a neighbouring bucket, a hot salt)
+                    event = hops.stored_event(
+                        doc.seq, doc.homes, doc.data, evicting=bases is not None
+                    )
+                    stored.add(event)
                 continue
             new = cache.get(doc.seq, doc.data)
             probes = frozenset(doc.probes)
