@@ -199,7 +199,7 @@ def test_the_join_groups_follow_the_rule(tmp_path: Path, rule: Rule) -> None:
     assert dead == []
 
 
-@examples(100, suppress=[HealthCheck.function_scoped_fixture])
+@examples(80, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     workload=workloads(documents=(1, 16)),
     cuts=st.lists(st.integers(1, 17), max_size=5),

@@ -85,7 +85,7 @@ def test_publishers_and_readers_are_placed_by_their_templates(
     assert subs.placement == PLACED
 
 
-@examples(40, suppress=[HealthCheck.function_scoped_fixture])
+@examples(30, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(2, 20),

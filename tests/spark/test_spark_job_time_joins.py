@@ -58,7 +58,7 @@ def _documents(rng: random.Random, count: int) -> list[Document]:
     return docs
 
 
-@examples(40, suppress=[HealthCheck.function_scoped_fixture])
+@examples(30, suppress=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 2**32),
     count=st.integers(2, 24),
