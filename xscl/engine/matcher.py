@@ -43,6 +43,16 @@ from xscl.templates.registry import QueryRow
 Match = tuple[QueryRow, tuple[DocState, ...], tuple[str, ...]]
 
 
+def no_slice(_value: str) -> Slice:
+    """``match_document``'s ``slice_of`` where nothing is stored by value."""
+    return {}
+
+
+def no_stored() -> Iterable[DocState]:
+    """``match_document``'s ``stored`` where no plan may scan (nothing is scanned)."""
+    return ()
+
+
 def match_document(
     plan: RolePlan,
     new: DocState,

@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import zlib
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xscl.connectors.dead_letters import DeadLetter
@@ -53,7 +52,7 @@ from xscl.engine.groups.composites import COMPOSITE_STREAM, Composite, doc_label
 from xscl.engine.groups.keys import PUBLISHED_BASE, PUBLISHED_PER_RECORD
 from xscl.engine.groups.routed import CHAIN_GROUP, SEQ_STRIDE
 from xscl.engine.key_labels import key_label, spread_label
-from xscl.engine.matcher import match_document
+from xscl.engine.matcher import match_document, no_slice, no_stored
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import (
     CHAIN,
@@ -70,7 +69,6 @@ from xscl.engine.records import RecordBuilder
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
 from xscl.engine.time_buckets import LABEL_PREFIX, home_label, is_label, probe_labels, row_class
-from xscl.engine.view_cache import Slice
 from xscl.xpath import DocumentRows, Stage1Error
 
 #: Default number of groups a hot value's documents are spread over.
@@ -242,14 +240,6 @@ class Routed:
     rows: list[GroupRow] = field(default_factory=list)
 
 
-def _empty_slice(_value: str) -> Slice:
-    return {}
-
-
-def _no_docs() -> Iterable[DocState]:
-    return ()
-
-
 class Router:
     """Routes records of one registry version (see the module docstring)."""
 
@@ -355,7 +345,7 @@ class Router:
         return [
             self.records.record(match)
             for plan in subs.plans(STATELESS)
-            for match in match_document(plan, doc, _empty_slice, _no_docs)
+            for match in match_document(plan, doc, no_slice, no_stored)
             if subs.sees(match)
         ]
 

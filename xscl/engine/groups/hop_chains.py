@@ -68,16 +68,12 @@ from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.keyed_chains import value_slice
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs
 from xscl.engine.hop_plans import HopPlans
-from xscl.engine.matcher import Match, match_document
+from xscl.engine.matcher import Match, match_document, no_slice, no_stored
 from xscl.engine.plans import RolePlan
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
 from xscl.engine.time_buckets import LABEL_PREFIX, is_label, label_class
 from xscl.engine.view_cache import Slice
-
-
-def _no_scan() -> Iterable[DocState]:
-    return ()
 
 
 class HopChains:
@@ -116,25 +112,24 @@ class HopChains:
                 return {}  # another hop value's group owns it
             return self.label_slice(doc_label(value), value)
 
+        # a time hop: the documents stored under each bucket label probed here
+        under = {label: self._stored_under(doc_label(label)) for label in times}
         for plans in hops.values():
             first = plans.edges[0]
             for plan in plans.hops[0]:
                 if first is not None:
-                    for match in match_document(plan, new, slice_of, _no_scan):
+                    for match in match_document(plan, new, slice_of, no_stored):
                         self._extend(plans, 2, match, (_value_at(match, first[0]),))
                     continue
-                for label in times:  # a time hop: the documents stored under its buckets
+                for label, docs in under.items():
                     width = label_class(label)
-                    docs = [
-                        self.state_of(self.stored.docs[p])
-                        for p in self.stored.index.get(doc_label(label), ())
-                    ]
-                    for match in match_document(plan, new, _no_slice, docs.copy):
+                    for match in match_document(plan, new, no_slice, docs.copy):
                         if plans.hop_class(match[0].qid, 1) == width:
                             self._extend(plans, 2, match, (label,))
         for label in labels:
             for position in self.stored.index.get(event_label(label), ()):
-                event = self._composite(self.stored.docs[position])
+                entry = self.stored.docs[position]
+                event = self._event(entry.seq, entry.data)
                 chain = hops.get(event.template)
                 if chain is not None:
                     yield from self._hop(chain, event, label, new)
@@ -142,7 +137,7 @@ class HopChains:
     def composite(self, seq: int, data: bytes, probes: Iterable[str]) -> Iterator[Match]:
         """The full matches a composite event routed here completes (``events``: the
         longer ones it makes)."""
-        event = self._composites[seq] = Composite.decode(data)
+        event = self._event(seq, data)
         plans = self.subscriptions.hop_plans.get(event.template)
         if plans is None:
             return  # its queries were unsubscribed
@@ -150,8 +145,8 @@ class HopChains:
             if not is_event_label(label):
                 continue
             value = hop_value(label)
-            for position in self.stored.index.get(doc_label(value), ()):
-                yield from self._hop(plans, event, value, self.state_of(self.stored.docs[position]))
+            for doc in self._stored_under(doc_label(value)):
+                yield from self._hop(plans, event, value, doc)
 
     def stored_event(
         self, seq: int, homes: tuple[str, ...], data: bytes, *, evicting: bool
@@ -159,16 +154,21 @@ class HopChains:
         """A composite event routed here, as the group stores it: its end as timestamp,
         the template's widest window as reach (``evicting``: the lateness is set; else
         the group's, should a later run allow lateness)."""
-        event = self._composites.get(seq) or Composite.decode(data)
+        event = self._event(seq, data)
         plans = self.subscriptions.hop_plans.get(event.template)
         reach = (0 if plans is None else plans.max_window) if evicting else GROUP_REACH
         return StoredDoc(seq, event.end, homes, data, reach)
 
-    def _composite(self, entry: StoredDoc) -> Composite:
-        event = self._composites.get(entry.seq)
+    def _event(self, seq: int, data: bytes) -> Composite:
+        """Composite event ``seq``, decoded once per batch."""
+        event = self._composites.get(seq)
         if event is None:
-            event = self._composites[entry.seq] = Composite.decode(entry.data)
+            event = self._composites[seq] = Composite.decode(data)
         return event
+
+    def _stored_under(self, label: str) -> list[DocState]:
+        """The documents stored here under ``label``."""
+        return [self.state_of(self.stored.docs[p]) for p in self.stored.index.get(label, ())]
 
     def _hop(self, plans: HopPlans, event: Composite, value: str, new: DocState) -> Iterator[Match]:
         """Composite event ``event`` (j documents) with ``new`` in block j, by hop j's
@@ -239,10 +239,6 @@ def _value_at(match: Match, meta: int) -> str:
     """The value (a digest) of meta-variable ``meta``'s node in ``match``."""
     _row, docs, nodes = match
     return docs[match[0].template.blocks[meta]].values.get(nodes[meta], "")
-
-
-def _no_slice(_value: str) -> Slice:
-    return {}
 
 
 def _on_path(plans: HopPlans, match: Match, path: tuple[str, ...]) -> bool:

@@ -46,17 +46,13 @@ that probes a key label there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from xscl.engine.key_labels import is_spread_label, key_label, spread_label
-from xscl.engine.matcher import Match, match_document
+from xscl.engine.matcher import Match, match_document, no_stored
 from xscl.engine.plans import RolePlan
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice, add_to_slice
-
-
-def _no_scan() -> Iterable[DocState]:
-    return ()
 
 
 def value_slice(part: Slice, doc: DocState, value: str) -> None:
@@ -116,6 +112,6 @@ def keyed_matches(
             anchor = plan.probe_anchor()
             if anchor is None or keying.isdisjoint(plan.var_counts[anchor]):
                 continue  # its first probe starts from no key value held here
-            for match in match_document(plan, new, slice_of, _no_scan):
+            for match in match_document(plan, new, slice_of, no_stored):
                 if every or any(doc.seq in pre_hot for doc in match[1]):
                     yield match

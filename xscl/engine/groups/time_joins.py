@@ -16,15 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from xscl.engine.groups.stored import StoredDoc, StoredDocs
-from xscl.engine.matcher import Match, match_document
+from xscl.engine.matcher import Match, match_document, no_slice
 from xscl.engine.plans import RolePlan
 from xscl.engine.state import DocState
 from xscl.engine.time_buckets import is_label, label_class, row_class
-from xscl.engine.view_cache import Slice
-
-
-def _no_slice(_value: str) -> Slice:
-    return {}
 
 
 def time_matches(
@@ -48,6 +43,6 @@ def time_matches(
                     yield state_of(stored.docs[position])
 
         for plan in plans:
-            for match in match_document(plan, new, _no_slice, scan):
+            for match in match_document(plan, new, no_slice, scan):
                 if row_class(match[0]) == width:
                     yield match

@@ -57,7 +57,7 @@ from xscl.engine.key_labels import (
     key_value,
     spread_label,
 )
-from xscl.engine.matcher import Match, match_document
+from xscl.engine.matcher import Match, match_document, no_stored
 from xscl.engine.output import ResultRecord
 from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.placements import COMPOSITE, KEYED, TIME, VALUE
@@ -66,10 +66,6 @@ from xscl.engine.view_cache import Slice
 
 #: Default number of documents stored under one value in one group that make it hot.
 DEFAULT_HOT_THRESHOLD = 500
-
-
-def _no_scan() -> Iterable[DocState]:
-    return ()
 
 
 class ValueGroup:
@@ -185,7 +181,7 @@ class ValueGroup:
                     match
                     for plan, anchor in anchors
                     if anchor is not None and not probing.isdisjoint(plan.var_counts[anchor])
-                    for match in match_document(plan, new, slice_of, _no_scan)
+                    for match in match_document(plan, new, slice_of, no_stored)
                 ),
                 keyed_matches(keyed, new, probes, homes, pass_slice, stored_under, keyed_reach)
                 if keyed
