@@ -325,14 +325,8 @@ class Spool:
         self.path.mkdir(parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
         self.sync = sync
-        self._lock_fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            raise SpoolLockedError(
-                "another writer holds the spool lock", source=str(self.path / LOCK_NAME)
-            ) from None
+        self._lock_fd = -1
+        self._lock()
         self._index: dict[bytes, int] = {}
         self._active_fd = -1
         #: the folder as ``suspend`` left it (None: not suspended)
@@ -535,9 +529,7 @@ class Spool:
         os.close(self._active_fd)
         self._active_fd = -1
         self._left = self._fingerprint()
-        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-        os.close(self._lock_fd)
-        self._lock_fd = -1
+        self._unlock()
 
     def resume(self) -> bool:
         """Take the lock back (``SpoolLockedError`` while another writer holds it).
@@ -545,15 +537,7 @@ class Spool:
         something else wrote to it, and it was recovered from scratch."""
         if self._left is None:
             raise ValueError("spool is not suspended")
-        self._lock_fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
-            raise SpoolLockedError(
-                "another writer holds the spool lock", source=str(self.path / LOCK_NAME)
-            ) from None
+        self._lock()
         left, self._left = self._left, None
         try:
             if self._fingerprint() == left:
@@ -566,6 +550,25 @@ class Spool:
             self.close()
             raise
         return False
+
+    def _lock(self) -> None:
+        """Take the writer lock (``SpoolLockedError`` while another writer holds it)."""
+        fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SpoolLockedError(
+                "another writer holds the spool lock", source=str(self.path / LOCK_NAME)
+            ) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        """Release the writer lock (idempotent)."""
+        if self._lock_fd >= 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the folder holds, as far as a writer's index depends on it."""
@@ -584,10 +587,7 @@ class Spool:
         if self._active_fd >= 0:
             os.close(self._active_fd)
             self._active_fd = -1
-        if self._lock_fd >= 0:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        self._unlock()
 
     def __enter__(self) -> Spool:
         return self

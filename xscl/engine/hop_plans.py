@@ -33,9 +33,10 @@ version); matched in the value groups (``groups.hop_chains``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import reduce
 
 from xscl.engine.placements import COMPOSITE, hop_links
-from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.plans import RolePlan, role_steps, wider
 from xscl.engine.time_buckets import window_class
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow
@@ -83,13 +84,11 @@ class HopPlans:
     #: hop r's plans at ``hops[r - 1]``: block r's in the prefix of r + 1 blocks (hop 1:
     #: block 0's too)
     hops: list[list[RolePlan]]
-    rows: int = 0
-    #: the widest window of the template's rows (None: INF): how long a composite event
-    #: is kept for a later document
-    max_window: int | None = 0
     #: the whole R_T row of each query
     full_rows: dict[str, QueryRow] = field(default_factory=dict)
-    _windows: dict[str, int | None] = field(default_factory=dict)
+    #: the widest window of the template's rows (None: INF): how long a composite event
+    #: is kept for a later document (kept as rows come and go)
+    max_window: int | None = 0
 
     @classmethod
     def of(cls, template: Template) -> HopPlans:
@@ -108,9 +107,7 @@ class HopPlans:
             cut = prefix_row(row, r + 1)
             for plan in plans:
                 plan.insert(cut)
-        self.rows += 1
         self.full_rows[row.qid] = row
-        self._windows[row.qid] = _widest(row.windows)
         self._recompute()
 
     def delete(self, row: QueryRow) -> None:
@@ -118,14 +115,18 @@ class HopPlans:
             cut = prefix_row(row, r + 1)
             for plan in plans:
                 plan.delete(cut)
-        self.rows -= 1
         self.full_rows.pop(row.qid, None)
-        self._windows.pop(row.qid, None)
         self._recompute()
 
     def _recompute(self) -> None:
-        windows = list(self._windows.values())
-        self.max_window = None if None in windows else max(windows, default=0)  # type: ignore[type-var]
+        widest: int | None = 0
+        for row in self.full_rows.values():
+            widest = reduce(wider, row.windows, widest)
+        self.max_window = widest
+
+    @property
+    def rows(self) -> int:
+        return len(self.full_rows)
 
     @property
     def block_count(self) -> int:
@@ -137,7 +138,3 @@ class HopPlans:
         window = self.full_rows[qid].windows[hop - 1]
         assert window is not None, "a composite chain's time hop has a finite window"
         return window_class(window)
-
-
-def _widest(windows: tuple[int | None, ...]) -> int | None:
-    return None if None in windows else max((w for w in windows if w is not None), default=0)

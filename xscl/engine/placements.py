@@ -89,12 +89,7 @@ def owner_edge(template: Template) -> tuple[int, int] | None:
     ...                     ((1, 3),)))
     (1, 3)
     """
-    if template.block_count != 2:
-        return None
-    for a, b in template.value_edges:
-        if template.blocks[a] != template.blocks[b]:
-            return (a, b)
-    return None
+    return hop_links(template)[0] if template.block_count == 2 else None
 
 
 def key_class(template: Template) -> tuple[int, ...]:

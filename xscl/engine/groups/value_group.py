@@ -34,6 +34,7 @@ Where it runs: in the Spark job's stateful step, once per group and micro-batch
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import reduce
 from itertools import chain
 
 from xscl.engine.groups.composites import (
@@ -61,6 +62,7 @@ from xscl.engine.matcher import Match, match_document, no_stored
 from xscl.engine.output import ResultRecord
 from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.placements import COMPOSITE, KEYED, TIME, VALUE
+from xscl.engine.plans import wider
 from xscl.engine.state import DocState
 from xscl.engine.view_cache import Slice
 
@@ -87,8 +89,7 @@ class ValueGroup:
         keyed = list(subs.plans(KEYED))
         timed = list(subs.plans(TIME))
         hopping = list(subs.plans(COMPOSITE))
-        reach = _widest(_widest(subs.reach(VALUE), subs.reach(TIME)), subs.reach(KEYED))
-        reach = _widest(reach, subs.reach(COMPOSITE))
+        reach = reduce(wider, [subs.reach(p) for p in (VALUE, TIME, KEYED, COMPOSITE)])
         bases = lateness_bases(context.allowed_lateness, docs)
         if bases is not None:
             stored.evict_partners(bases[0], reach)
@@ -234,8 +235,3 @@ class ValueGroup:
         """The composite events the batch made (``hop_chains``), for the commit to
         publish."""
         return [] if self.hops is None else list(self.hops.events.values())
-
-
-def _widest(one: int | None, other: int | None) -> int | None:
-    """The wider of two reaches (None: INF)."""
-    return None if one is None or other is None else max(one, other)
