@@ -3,6 +3,8 @@ local``, for one or more checkouts side by side (issue 35).
 
     python benchmarks/chains/run.py                                  # this checkout
     python benchmarks/chains/run.py --checkout before=/path/to/wt --checkout after=.
+    python benchmarks/chains/run.py --join-plans adaptive probe cache  # plans side by side
+    python benchmarks/chains/drift.py                                # the drift run
 
 The workload (``benchmarks/spark_rss/mixed.py``, ``chain_subscriptions``): the items
 of ``feeds-kagi-smallweb`` (``web``) and ``feeds-stream-youthopp`` (``youth``) in
@@ -71,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the job's --allowed-lateness (default %(default)s; the items arrive in "
         "event-time order, so it changes what the job evicts, not its results)",
     )
+    parser.add_argument(
+        "--join-plans",
+        nargs="+",
+        default=["adaptive"],
+        choices=("adaptive", "probe", "cache"),
+        help="the job's --join-plan, one run each, side by side (default: adaptive)",
+    )
     parser.add_argument("--work", help="work folder (default: a fresh temp dir)")
     args = parser.parse_args(argv)
     checkouts = [c.split("=", 1) for c in args.checkout] or [["this", str(REPO)]]
@@ -86,19 +95,25 @@ def main(argv: list[str] | None = None) -> int:
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
             capture_output=True, text=True, check=False,
         ).stdout.strip()  # fmt: skip
-        print(f"\n=== {name}: {root} ({head or 'not a git checkout'})", flush=True)
-        command = [
-            sys.executable, str(SPARK_RSS), "--workloads", "chains",
-            "--counts", *map(str, args.counts), "--master", *args.master,
-            "--batch", *map(str, args.batch), "--work", str(work / name), "--keep",
-            "--job-args", f"--allowed-lateness {args.allowed_lateness}",
-        ]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=str(root))
-        done = subprocess.run(command, env=env, check=False, stdout=subprocess.PIPE, text=True)
-        print(done.stdout, end="", flush=True)
-        failures += done.returncode != 0
-        rows.extend(measured(name, done.stdout))
+        for plan in args.join_plans:
+            label = name if len(args.join_plans) == 1 else f"{name} {plan}"
+            print(f"\n=== {label}: {root} ({head or 'not a git checkout'})", flush=True)
+            job_args = f"--allowed-lateness {args.allowed_lateness}"
+            if plan != "adaptive":  # older checkouts have no --join-plan: theirs probes
+                job_args += f" --join-plan {plan}"
+            command = [
+                sys.executable, str(SPARK_RSS), "--workloads", "chains",
+                "--counts", *map(str, args.counts), "--master", *args.master,
+                "--batch", *map(str, args.batch), "--work", str(work / label), "--keep",
+                "--job-args", job_args,
+            ]  # fmt: skip
+            env = dict(os.environ, PYTHONPATH=str(root))
+            done = subprocess.run(command, env=env, check=False, stdout=subprocess.PIPE, text=True)
+            print(done.stdout, end="", flush=True)
+            failures += done.returncode != 0
+            rows.extend(measured(label, done.stdout))
     print_table(rows)
+    print_quarters(rows)
     return 1 if failures else 0
 
 
@@ -120,7 +135,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     """The runs side by side: CPU of the job's whole process tree, rates, batch times,
     the slowest join task over the mean, the state's bytes, the result counts."""
     head = (
-        f"{'checkout':>10} | {'subs':>5} | {'master':>23} | {'job CPU':>8} | {'wall':>7} | "
+        f"{'checkout':>18} | {'subs':>5} | {'master':>23} | {'job CPU':>8} | {'wall':>7} | "
         f"{'it/s':>5} | {'steady it/s':>11} | {'p50 batch':>9} | {'p95 batch':>9} | "
         f"{'task max/mean':>13} | {'state MiB':>9} | {'ckpt MiB':>8} | {'local CPU':>9} | "
         f"{'results spark/local':>19}"
@@ -131,14 +146,14 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         spark, local = row["spark"], row["local"]
         if "error" in spark:
-            print(f"{row['checkout']:>10} | {row['n']:>5} | {spark['error']}")
+            print(f"{row['checkout']:>18} | {row['n']:>5} | {spark['error']}")
             continue
         steady = spark["steady_items"] / spark["steady_s"] if spark["steady_s"] else 0.0
         p50, p95 = (f"{(v or 0) / 1000:.2f} s" for v in (spark["p50_ms"], spark["p95_ms"]))
         skew = spark["task_skew_p50"], spark["task_skew_max"]
         skew_cell = "-" if skew[0] is None else f"{skew[0]:.2f}/{skew[1]:.2f}"
         print(
-            f"{row['checkout']:>10} | {row['n']:>5} | {spark['master']:>23} | "
+            f"{row['checkout']:>18} | {row['n']:>5} | {spark['master']:>23} | "
             f"{spark['tree_cpu_s']:>6.1f} s | {spark['wall']:>5.1f} s | "
             f"{spark['documents'] / spark['seconds']:>5.0f} | {steady:>11.0f} | {p50:>9} | "
             f"{p95:>9} | {skew_cell:>13} | {spark['state_bytes'] / 2**20:>9.1f} | "
@@ -153,6 +168,28 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         "memoryUsedBytes); ckpt MiB: the checkpoint folder at the end (every state version "
         "Spark keeps); local CPU: --engine local in one process on the same items"
     )
+
+
+def print_quarters(rows: list[dict[str, Any]]) -> None:
+    """The state store's bytes at the end of each quarter of the run's batches, and the
+    mean batch time in each: whether the cost per batch stays flat as history grows."""
+    print()
+    head = (
+        f"{'checkout':>18} | {'subs':>5} | {'master':>23} | "
+        f"{'state MiB by quarter':>27} | {'mean batch s by quarter':>27}"
+    )
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        spark = row["spark"]
+        if "error" in spark or "state_by_quarter" not in spark:
+            continue
+        state = " ".join(f"{b / 2**20:6.1f}" for b in spark["state_by_quarter"])
+        times = " ".join(f"{ms / 1000:6.2f}" for ms in spark["batch_ms_by_quarter"])
+        print(
+            f"{row['checkout']:>18} | {row['n']:>5} | {spark['master']:>23} | "
+            f"{state:>27} | {times:>27}"
+        )
 
 
 if __name__ == "__main__":

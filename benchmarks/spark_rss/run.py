@@ -277,6 +277,12 @@ def measure_spark(
         "p95_ms": percentile(durations, 0.95) if durations else None,
         "state_rows": last.state_rows if last else 0,
         "state_bytes": last.state_bytes if last else 0,
+        # the state store's bytes and the mean batch time in each quarter of the run's
+        # batches with documents: flat when windows bound what the job keeps
+        "state_by_quarter": [q[-1].state_bytes for q in quarters(report.batches)],
+        "batch_ms_by_quarter": [
+            statistics.mean(b.duration_ms for b in q) for q in quarters(report.batches)
+        ],
         "task_skews": skew,  # per batch with documents, in order
         "task_skew_p50": statistics.median(skew) if skew else None,
         "task_skew_max": max(skew) if skew else None,
@@ -294,6 +300,15 @@ def measure_spark(
 def _results_bytes(results: Path) -> int:
     """Bytes of the committed result part files (not the Atom feeds beside them)."""
     return sum(p.stat().st_size for p in results.rglob("part-*") if p.is_file())
+
+
+def quarters(batches: list[Any]) -> list[list[Any]]:
+    """The batches with documents in four runs of (nearly) equal length (fewer when
+    there are fewer than four)."""
+    full = [b for b in batches if b.documents > 0]
+    size = len(full) / 4
+    runs = [full[round(k * size) : round((k + 1) * size)] for k in range(4)]
+    return [run for run in runs if run]
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -92,6 +92,7 @@ def test_each_job_value_reaches_its_option() -> None:
         job["hotSalts"],
         job["hotThreshold"],
     )
+    assert (args.join_plan, args.cache_memory) == (job["joinPlan"], job["cacheMemory"] << 20)
     assert args.quiet is True
 
 

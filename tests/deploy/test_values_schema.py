@@ -31,6 +31,8 @@ REFUSED = [
     pytest.param({"metrics": {"serviceMonitor": {"enable": True}}}, "enable", id="misspelt key"),
     pytest.param({"job": {"hotSalts": "8"}}, "hotSalts", id="string for an integer"),
     pytest.param({"job": {"hotThreshold": 2.5}}, "hotThreshold", id="fraction for an integer"),
+    pytest.param({"job": {"joinPlan": "mjoin"}}, "joinPlan", id="an unknown join plan"),
+    pytest.param({"job": {"cacheMemory": -1}}, "cacheMemory", id="negative cache memory"),
     pytest.param({"job": {"statePartitions": 0}}, "statePartitions", id="zero partitions"),
     pytest.param({"job": {"triggerSeconds": 0}}, "triggerSeconds", id="zero trigger"),
     pytest.param({"job": {"quiet": "yes"}}, "quiet", id="string for a boolean"),
@@ -156,6 +158,8 @@ def test_job_defaults_are_xscl_serves() -> None:
     assert job["resultsFormat"] == xscl["results_format"]
     assert job["hotSalts"] == xscl["hot_salts"]
     assert job["hotThreshold"] == xscl["hot_threshold"]
+    assert job["joinPlan"] == xscl["join_plan"]
+    assert job["cacheMemory"] << 20 == xscl["cache_memory"]
     assert job["quiet"] == xscl["quiet"]
     for unset in ("maxRecordsPerBatch", "allowedLateness", "statePartitions", "valueGroups"):
         assert job[unset] is None

@@ -32,7 +32,9 @@ from tests.spark.test_spark_job_time_joins import _Spool
 from xscl.connectors.document import Document, write_envelopes
 from xscl.engine.groups.codec import digest
 from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.join_plans import PlanChoice
 from xscl.engine.groups.routed import GroupContext, RoutedDoc
+from xscl.engine.groups.stored import GroupMemory
 from xscl.engine.groups.value_group import ValueGroup
 from xscl.engine.key_labels import (
     is_key_label,
@@ -133,12 +135,16 @@ def _in_process(
     lateness: int | None = None,
     forced: tuple[int, str] | None = None,
     text: str = KEYED_QUERIES,
+    join_plans: PlanChoice | None = None,
+    memory: GroupMemory[Any] | None = None,
 ) -> tuple[list[str], list[tuple[frozenset[str], Routed]]]:
     """The keyed queries' result ids, in the order the groups found them, and each
     routed document with the hot set it was routed under: routing and the value groups
     in process, batch by batch at ``cuts``. The hot set grows between batches as the
     driver's commit grows it (``hot_values``), and ``forced`` = (batch, value) makes
-    the key of ``value`` hot before that batch besides."""
+    the key of ``value`` hot before that batch besides. ``join_plans``: the groups' plan
+    choice (None: every plan probes); ``memory``: a worker's live group states, kept
+    between batches (None: each batch starts from the snapshots)."""
     queries = subscribed(work, text)
     subs, table = queries.subscriptions, queries.routing()
     shape = RouteShape(tuple(range(16)), 4, lateness)
@@ -166,7 +172,7 @@ def _in_process(
         for key in sorted(batch):
             records = RecordBuilder(subs.record_plan, DocumentTrees())
             context = GroupContext(
-                subs, spool, records, lateness, hot_threshold, decoded, None, key
+                subs, spool, records, lateness, hot_threshold, decoded, memory, key, join_plans
             )
             group = ValueGroup(snapshots.get(key), context)
             found.extend(r.result_id for r in group.process(batch[key]))
@@ -251,11 +257,13 @@ def test_keys_turning_hot_agree_with_the_reference(
 
 
 @pytest.mark.spark
-def test_keyed_chains_on_spark(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("join_plan", ["adaptive", "cache"])
+def test_keyed_chains_on_spark(spark: Any, tmp_path: Path, join_plan: str) -> None:
     """The streaming job on the shared ``local[2]`` session (``xscl run --engine spark``):
     out-of-order arrival, micro-batches of 5 documents, values turning hot after 3
     documents (spread: every keyed window is finite); the reference's results, each
-    once."""
+    once, with the default plan choice and with every last block matched through kept
+    prefixes (``join_plans``)."""
     text = KEYED_QUERIES + UNKEYED
     docs = _documents(random.Random(5), 40, values=2)
     source = tmp_path / "docs.jsonl"
@@ -264,7 +272,7 @@ def test_keyed_chains_on_spark(spark: Any, tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     run_batch(
         parse_queries(text), source, out, allowed_lateness_micros=None,
-        max_records_per_batch=5, hot_threshold=3,
+        max_records_per_batch=5, hot_threshold=3, join_plan=join_plan,
     )  # fmt: skip
     got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(got) == len({r["result_id"] for r in got}), "a result written twice"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from xscl.engine.groups.join_plans import DEFAULT_CACHE_MEMORY, JOIN_PLANS
 from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
 from xscl.engine.routing import DEFAULT_HOT_SALTS
 from xscl.results.atom import DEFAULT_MAX_ENTRIES
@@ -133,6 +134,24 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     parser.add_argument(
+        "--join-plan",
+        choices=JOIN_PLANS,
+        default="adaptive",
+        help="how a join group matches the last block of a chain keyed by one value: "
+        "'probe' walks the stored documents of the other blocks, 'cache' keeps the "
+        "matches of the first blocks as they arrive, 'adaptive' measures both per group "
+        "and uses the cheaper, under --cache-memory; the results are the same "
+        "(default %(default)s; docs/architecture.md, 'Probe or cache')",
+    )
+    parser.add_argument(
+        "--cache-memory",
+        type=_mebibytes,
+        default=DEFAULT_CACHE_MEMORY,
+        metavar="MiB",
+        help="memory in MiB one join group may spend on kept chain prefixes under "
+        f"--join-plan adaptive (default {DEFAULT_CACHE_MEMORY >> 20})",
+    )
+    parser.add_argument(
         "--quiet",
         action="store_true",
         help="no start-up or per-batch progress lines (errors and the final count remain)",
@@ -168,6 +187,21 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the primary renews its lease every S seconds (default %(default)s)",
     )
+
+
+def _mebibytes(text: str) -> int:
+    """A number of MiB, 0 or more, as bytes (``--cache-memory``).
+
+    >>> _mebibytes("64")
+    67108864
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of MiB: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 MiB or more: {text!r}")
+    return int(value * (1 << 20))
 
 
 def _positive_seconds(text: str) -> float:

@@ -168,6 +168,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         feed_base_url=base_url,
         state_partitions=args.state_partitions, value_groups=args.value_groups,
         hot_salts=args.hot_salts, hot_threshold=args.hot_threshold,
+        join_plan=args.join_plan, cache_memory=args.cache_memory,
         max_records_per_batch=args.max_records_per_batch, trigger_seconds=args.trigger_seconds,
         progress_seconds=args.progress_seconds,
         lease=args.lease, lease_seconds=args.lease_seconds, renew_seconds=args.renew_seconds,

@@ -47,6 +47,7 @@ from xscl.engine.placements import (
     owner_edge,
 )
 from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.prefix_plans import PrefixPlans
 from xscl.engine.records import RecordPlan
 from xscl.engine.stage1_claims import Requirement, Stage1Claims
 from xscl.errors import PublishCycleError
@@ -75,6 +76,9 @@ class Subscriptions:
         self.plan_sets: dict[Placement, dict[Template, list[RolePlan]]] = {}
         #: a composite-placed template's plans, one hop at a time (``hop_plans``)
         self.hop_plans: dict[Template, HopPlans] = {}
+        #: a keyed template's prefix plans, for the groups that keep its prefix matches
+        #: (``prefix_plans``; only templates whose prefix is keyed by the same class)
+        self.prefix_plans: dict[Template, PrefixPlans] = {}
         self.placement: dict[str, Placement] = {}
         self.outputs: dict[str, QueryOutput] = {}
         #: query id -> the stream it PUBLISHes
@@ -138,6 +142,11 @@ class Subscriptions:
             if hops is None:
                 hops = self.hop_plans[template] = HopPlans.of(template)
             hops.insert(row)
+        if placement == KEYED:
+            prefix = self.prefix_plans.get(template) or PrefixPlans.of(template)
+            if prefix is not None:
+                self.prefix_plans[template] = prefix
+                prefix.insert(row)
         self.placement[normal.qid] = placement
         self.outputs[normal.qid] = QueryOutput(normal, claims)
         if normal.query.publish is not None:
@@ -185,6 +194,11 @@ class Subscriptions:
             hops.delete(row)
             if not hops.rows:
                 del self.hop_plans[template]
+        prefix = self.prefix_plans.get(template) if placement == KEYED else None
+        if prefix is not None:
+            prefix.delete(row)
+            if not prefix.rows:
+                del self.prefix_plans[template]
         self.registry.remove(qid)
         if not any(p.rows for p in plans_of[template]):
             del plans_of[template]

@@ -58,13 +58,16 @@ def run_batch(
     allowed_lateness_micros: int | None = None,
     max_records_per_batch: int | None = None,
     hot_threshold: int | None = None,
+    join_plan: str | None = None,
 ) -> BatchSummary:
     """Evaluate ``queries`` over the envelope file with Spark; write results and dead letters.
 
     ``max_records_per_batch`` caps the documents per micro-batch (default: one
     micro-batch for the whole input); the result set does not depend on it, nor on
     ``hot_threshold`` (documents under one value in one join group that make it hot:
-    spread over several groups from the next micro-batch on).
+    spread over several groups from the next micro-batch on), nor on ``join_plan`` (how a
+    join group matches a keyed chain's last block, ``engine.groups.join_plans``; default
+    adaptive).
     """
     from xscl.results.read import read_results
     from xscl.service.subscriptions import SubscriptionLog
@@ -95,6 +98,8 @@ def run_batch(
         with _session(work / "home") as spark:
             if hot_threshold is not None:
                 plan = replace(plan, hot_threshold=hot_threshold)
+            if join_plan is not None:
+                plan = replace(plan, join_plan=join_plan)
             batches = _run_once(spark, plan)
         engine_dead = list(_engine_dead_letters(work / _RESULTS))
         for offset, rejected in engine_dead:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from xscl.connectors.durable import write_atomically
+from xscl.engine.groups.join_plans import DEFAULT_CACHE_MEMORY
 from xscl.errors import SubscriptionError
 from xscl.results.read import count_results, read_results
 from xscl.service.subscriptions import SubscriptionLog
@@ -65,6 +66,9 @@ class ServeRequest:
     value_groups: int | None = None
     hot_salts: int = 8
     hot_threshold: int = 500
+    #: how a join group matches a keyed chain's last block (``groups.join_plans``)
+    join_plan: str = "adaptive"
+    cache_memory: int = DEFAULT_CACHE_MEMORY
     max_records_per_batch: int | None = None
     trigger_seconds: float = 1.0
     #: seconds between two looks at a running batch's stages (``stage_progress``)
@@ -381,6 +385,8 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
         hot_folder=str(folders.hot_values),
         salts=max(1, r.hot_salts),
         hot_threshold=max(1, r.hot_threshold),
+        join_plan=r.join_plan,
+        cache_memory=r.cache_memory,
         max_records_per_batch=r.max_records_per_batch,
         once=r.once,
         trigger_seconds=r.trigger_seconds,

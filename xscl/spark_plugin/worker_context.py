@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.join_plans import PlanChoice, plan_choice
 from xscl.engine.groups.spool_documents import SpoolDocuments
 from xscl.engine.groups.stored import GroupMemory
 from xscl.engine.output import DocumentTrees
@@ -44,6 +45,7 @@ class WorkerContext:
     _trees: dict[str, DocumentTrees] = field(default_factory=dict)
     _decoded: dict[tuple[str, str], DecodedDocs] = field(default_factory=dict)
     _memory: dict[str, GroupMemory[Any]] = field(default_factory=dict)
+    _plans: dict[tuple[str, str, int], PlanChoice] = field(default_factory=dict)
     renderer: EntryRenderer = field(default_factory=lambda: EntryRenderer(DEFAULT_CACHE_BYTES // 4))
     feed_writers: dict[tuple[str, int, str | None], AtomFeedWriter] = field(default_factory=dict)
     _documents: dict[tuple[str, str | None], SpoolDocuments] = field(default_factory=dict)
@@ -68,6 +70,15 @@ class WorkerContext:
         found = self._memory.get(registry)
         if found is None:
             found = self._memory[registry] = GroupMemory()
+        return found
+
+    def join_plans(self, registry: str, name: str, budget: int) -> PlanChoice:
+        """The plan choice of the job of ``registry`` (``groups.join_plans``: what the
+        adaptive one learns stays with this worker)."""
+        key = (registry, name, budget)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._plans[key] = plan_choice(name, budget)
         return found
 
     def documents(self, spool: str, published: str | None = None) -> SpoolDocuments:

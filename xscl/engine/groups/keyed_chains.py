@@ -46,7 +46,7 @@ that probes a key label there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from xscl.engine.key_labels import is_spread_label, key_label, spread_label
 from xscl.engine.matcher import Match, match_document, no_stored
@@ -79,6 +79,18 @@ def passes(new: DocState, probes: frozenset[str]) -> dict[str, tuple[str, set[in
     return out
 
 
+#: How a keyed plan's matches with a new document are found in one pass: (plan, new
+#: document, the pass's slice, its label, its key value) -> the matches
+Runner = Callable[[RolePlan, DocState, Callable[[str], Slice], str, str], Iterable[Match]]
+
+
+def probe(
+    plan: RolePlan, new: DocState, slice_of: Callable[[str], Slice], _label: str, _value: str
+) -> Iterable[Match]:
+    """The MJoin plan: walk the pass's stored documents (``groups.join_plans``)."""
+    return match_document(plan, new, slice_of, no_stored)
+
+
 def keyed_matches(
     plans: Sequence[RolePlan],
     new: DocState,
@@ -87,13 +99,16 @@ def keyed_matches(
     pass_slice: Callable[[str, str], Slice],
     stored_under: Callable[[str], Mapping[int, int]],
     reach: int | None,
+    run: Runner | None = None,
 ) -> Iterator[Match]:
     """The matches of the keyed ``plans`` with ``new`` found here (``probes``, ``homes``:
     what the document probes and is stored under in this group;
     ``pass_slice(label, value)``: the pairs of ``value`` in the documents of the pass of
     ``label`` (see the module docstring), the group's batch cache;
     ``stored_under(label)``: sequence number -> timestamp of the documents stored here
-    under ``label``; ``reach``: the plans' widest window, None: INF)."""
+    under ``label``; ``reach``: the plans' widest window, None: INF; ``run``: how a
+    plan's matches are found in a pass, by default ``probe``)."""
+    run = run or probe
     for label, (value, keying) in passes(new, probes).items():
         # pass H, or pass L of a pre-hot ``new``: every match; else only those with a
         # pre-hot document
@@ -112,6 +127,6 @@ def keyed_matches(
             anchor = plan.probe_anchor()
             if anchor is None or keying.isdisjoint(plan.var_counts[anchor]):
                 continue  # its first probe starts from no key value held here
-            for match in match_document(plan, new, slice_of, no_stored):
+            for match in run(plan, new, slice_of, label, value):
                 if every or any(doc.seq in pre_hot for doc in match[1]):
                     yield match

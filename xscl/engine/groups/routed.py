@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from xscl.engine.groups.composites import Composite
 from xscl.engine.groups.decoded import DecodedDocs
+from xscl.engine.groups.join_plans import PlanChoice
 from xscl.engine.groups.keys import (
     CHAIN_GROUP,
     PASS_GROUP,
@@ -99,6 +100,9 @@ class GroupContext:
     #: the worker's live group states of this job, and this group's key (``stored``)
     memory: GroupMemory[Any] | None = None
     group: int = 0
+    #: which keyed chains match their last block through kept prefixes (None: none,
+    #: every plan probes; ``join_plans``)
+    join_plans: PlanChoice | None = None
 
 
 def lateness_bases(lateness: int | None, docs: Sequence[RoutedDoc]) -> tuple[int, int] | None:

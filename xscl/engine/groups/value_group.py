@@ -33,10 +33,12 @@ Where it runs: in the Spark job's stateful step, once per group and micro-batch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import reduce
 from itertools import chain
 
+from xscl.engine.groups.cached_chains import CachedChains
 from xscl.engine.groups.composites import (
     Composite,
     doc_label,
@@ -48,6 +50,7 @@ from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.hop_chains import HopChains
 from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
+from xscl.engine.groups.prefix_cache import PrefixCache
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
 from xscl.engine.groups.time_joins import time_matches
@@ -64,10 +67,28 @@ from xscl.engine.partner_reach import partner_reach, partner_reaches
 from xscl.engine.placements import COMPOSITE, KEYED, TIME, VALUE
 from xscl.engine.plans import wider
 from xscl.engine.state import DocState
+from xscl.engine.subscriptions import Subscriptions
 from xscl.engine.view_cache import Slice
+from xscl.templates.canonical import Template
 
 #: Default number of documents stored under one value in one group that make it hot.
 DEFAULT_HOT_THRESHOLD = 500
+
+
+@dataclass
+class LiveGroup:
+    """What a worker keeps of a group between batches (``stored.GroupMemory``): its
+    documents, and the prefixes it keeps for the subscriptions of ``subscriptions``."""
+
+    stored: StoredDocs
+    caches: dict[Template, PrefixCache]
+    subscriptions: tuple[int, int]
+
+
+def _version(subs: Subscriptions) -> tuple[int, int]:
+    """Which subscriptions kept prefixes were made with (a registry version's own
+    object, and its count of changes)."""
+    return id(subs), subs.version
 
 
 class ValueGroup:
@@ -77,7 +98,16 @@ class ValueGroup:
         live = None
         if snapshot is not None and context.memory is not None:
             live = context.memory.take(context.group, token_of(snapshot))
-        self.stored = live if isinstance(live, StoredDocs) else StoredDocs.load(snapshot)
+        #: the kept prefixes of the keyed chains this group caches (``cached_chains``):
+        #: derived from the documents and the subscriptions, so kept only in the
+        #: worker's memory, for the subscriptions they were made with
+        self.caches: dict[Template, PrefixCache] = {}
+        if isinstance(live, LiveGroup):
+            self.stored = live.stored
+            if live.subscriptions == _version(context.subscriptions):
+                self.caches = live.caches
+        else:
+            self.stored = StoredDocs.load(snapshot)
         self.context = context
         self.hops: HopChains | None = None
 
@@ -141,6 +171,35 @@ class ValueGroup:
 
         keyed_reach = subs.reach(KEYED)
 
+        def pass_docs(label: str, value: str) -> list[DocState]:
+            """A key label's pass's documents (``keyed_chains``)."""
+            positions = stored.index.get(label, ())
+            if not is_spread_label(label):
+                positions = sorted([*positions, *stored.index.get(spread_label(value), ())])
+            return [state_of(stored.docs[p]) for p in positions]
+
+        def pass_of(label: str, value: str) -> Callable[[str], Slice]:
+            """A key label's pass's slice, as the matcher probes it."""
+            part = pass_slice(label, value)
+
+            def slice_of(probed: str) -> Slice:
+                return part if probed == value else {}
+
+            return slice_of
+
+        choice = context.join_plans
+        cached = (
+            CachedChains(subs, choice, context.group, self.caches)
+            if keyed and choice is not None and subs.prefix_plans
+            else None
+        )
+        if cached is None:
+            self.caches.clear()  # every plan probes
+        else:
+            if bases is not None:
+                cached.evicted({entry.seq for entry in stored.docs})
+            cached.begin(list(stored.index), pass_docs, pass_of)
+
         exact = ExactDocs(context.documents, context.records.trees)
 
         def records(found: Iterable[Match]) -> Iterator[ResultRecord]:
@@ -184,7 +243,16 @@ class ValueGroup:
                     if anchor is not None and not probing.isdisjoint(plan.var_counts[anchor])
                     for match in match_document(plan, new, slice_of, no_stored)
                 ),
-                keyed_matches(keyed, new, probes, homes, pass_slice, stored_under, keyed_reach)
+                keyed_matches(
+                    keyed,
+                    new,
+                    probes,
+                    homes,
+                    pass_slice,
+                    stored_under,
+                    keyed_reach,
+                    None if cached is None else cached.run,
+                )
                 if keyed
                 else (),
                 time_matches(timed, new, doc.probes, stored, state_of) if timed else (),
@@ -211,13 +279,20 @@ class ValueGroup:
                     part = passes.get(key_label(value)) if is_key_label(label) else None
                     if part is not None:
                         value_slice(part, new, value)
+                if cached is not None:  # the slices hold ``new`` now, once
+                    cached.stored(new, doc.homes, pass_of)
         if bases is not None:
             stored.evict_partners(bases[1], reach)
+        if cached is not None:
+            if bases is not None:
+                cached.evicted({entry.seq for entry in stored.docs})
+            cached.finish()
 
     def snapshot(self) -> bytes | None:
         data = self.stored.snapshot()
         if data is not None and self.context.memory is not None:
-            self.context.memory.keep(self.context.group, self.stored.token, self.stored)
+            live = LiveGroup(self.stored, self.caches, _version(self.context.subscriptions))
+            self.context.memory.keep(self.context.group, self.stored.token, live)
         return data
 
     def hot_values(self) -> list[str]:

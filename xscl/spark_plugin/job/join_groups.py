@@ -40,6 +40,7 @@ import pandas as pd
 
 from xscl.engine.groups.chain_group import ChainGroup
 from xscl.engine.groups.composites import COMPOSITE_STREAM
+from xscl.engine.groups.join_plans import DEFAULT_CACHE_MEMORY
 from xscl.engine.groups.routed import GroupContext, GroupLogic, RoutedDoc, kind_of
 from xscl.engine.groups.value_group import ValueGroup
 from xscl.engine.output import ResultRecord
@@ -74,6 +75,10 @@ class JoinGroups:
     applied: str | None = None
     #: the job's published spool: the XML of published documents is read back there
     published: str | None = None
+    #: how a group matches a keyed chain's last block, and the memory its kept prefixes
+    #: may take (``engine.groups.join_plans``)
+    join_plan: str = "adaptive"
+    cache_memory: int = DEFAULT_CACHE_MEMORY
 
     def __call__(
         self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: Any
@@ -97,6 +102,7 @@ class JoinGroups:
             context.decoded(self.registry, kind),
             context.memory(self.registry),
             group,
+            context.join_plans(self.registry, self.join_plan, self.cache_memory),
         )
         snapshot = state.get[0] if state.exists else None
         logic: GroupLogic = (

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xscl.engine.groups.join_plans import DEFAULT_CACHE_MEMORY
 from xscl.engine.groups.value_group import DEFAULT_HOT_THRESHOLD
 from xscl.engine.routing import DEFAULT_HOT_SALTS
 from xscl.results.atom import DEFAULT_MAX_ENTRIES
@@ -76,6 +77,10 @@ class JobPlan:
     salts: int = DEFAULT_HOT_SALTS
     #: stored documents under one value in one group that make it hot
     hot_threshold: int = DEFAULT_HOT_THRESHOLD
+    #: how a join group matches a keyed chain's last block (``groups.join_plans``)
+    join_plan: str = "adaptive"
+    #: memory one join group may spend on kept chain prefixes (adaptive plan)
+    cache_memory: int = DEFAULT_CACHE_MEMORY
     max_records_per_batch: int | None = None
     once: bool = False
     trigger_seconds: float = 1.0
@@ -164,6 +169,8 @@ def start_job(spark: Any, plan: JobPlan) -> Any:
             plan.hot_threshold if spread else None,
             plan.applied,
             published,
+            plan.join_plan,
+            plan.cache_memory,
         ),
         OUTPUT_DDL,
         STATE_DDL,

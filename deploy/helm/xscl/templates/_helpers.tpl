@@ -181,6 +181,10 @@ one per line of a YAML list. Unset values leave xscl's own defaults.
 - {{ $job.hotSalts | int64 | toString | quote }}
 - --hot-threshold
 - {{ $job.hotThreshold | int64 | toString | quote }}
+- --join-plan
+- {{ $job.joinPlan | quote }}
+- --cache-memory
+- {{ $job.cacheMemory | int64 | toString | quote }}
 {{- if $job.quiet }}
 - --quiet
 {{- end }}
