@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             capture_output=True, text=True, check=False,
         ).stdout.strip()  # fmt: skip
         for plan in args.join_plans:
-            label = name if len(args.join_plans) == 1 else f"{name} {plan}"
+            label = name if len(args.join_plans) == 1 else f"{name}-{plan}"
             print(f"\n=== {label}: {root} ({head or 'not a git checkout'})", flush=True)
             job_args = f"--allowed-lateness {args.allowed_lateness}"
             if plan != "adaptive":  # older checkouts have no --join-plan: theirs probes

@@ -23,7 +23,9 @@ before subscribing thousands of them.
 Where `xscl serve` evaluates each query (docs/architecture.md, "The join state partitioned"):
   one: where Stage 1 runs, with no join state (one block)
   pair: the value groups, partitioned by the value of x = y
-  three: the value groups, partitioned by the value of x = y = z (a keyed chain)
+  three: the value groups, partitioned by the value of x = y = z (a keyed chain); its
+    last block probes the other blocks' documents or checks the kept matches of the
+    first blocks, whichever each group measures cheaper (--join-plan)
   near: the value groups, partitioned by time buckets of its window
   ever: the chain group: one partition holding every document of its streams
     (docs/architecture.md, "The chain group"), because its join has no value condition
@@ -61,6 +63,7 @@ from xscl.engine.placements import (
     owner_edge,
     place_queries,
 )
+from xscl.engine.prefix_plans import prefix_key_class
 from xscl.lang.ast import Query
 from xscl.templates.assign import TemplateAssignment
 from xscl.templates.shapes import ShapeMemo
@@ -110,7 +113,14 @@ def _why(where: str, assignment: TemplateAssignment) -> str:
         return "the value groups, partitioned by time buckets of its window"
     if where == KEYED:
         key = " = ".join(names[m] for m in key_class(template))
-        return f"the value groups, partitioned by the value of {key} (a keyed chain)"
+        said = f"the value groups, partitioned by the value of {key} (a keyed chain)"
+        if prefix_key_class(template):
+            said += (
+                "; its last block probes the other blocks' documents or checks the kept "
+                "matches of the first blocks, whichever each group measures cheaper "
+                "(--join-plan)"
+            )
+        return said
     if where == COMPOSITE:
         hops = ", then ".join(
             "time buckets of its window" if edge is None else f"{names[edge[0]]} = {names[edge[1]]}"

@@ -29,6 +29,7 @@ once per registry version by ``xscl.service.live_queries``). Nothing here is pic
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -92,6 +93,9 @@ class Subscriptions:
         #: grows at every query added or removed (what is derived from the plans is
         #: recomputed when it changes)
         self.version = 0
+        #: this object's own random number (a copy keeps it): with ``version``, what a
+        #: worker's derived state (a group's kept prefixes) was made for
+        self.serial = int.from_bytes(os.urandom(8), "big")
 
     # ---------------------------------------------------------------- registry
     def normalized(self, query: Query | NormalQuery) -> NormalQuery:

@@ -25,7 +25,11 @@ stored under its homes; then the second horizon. A value (or key label) with mor
 than ``hot_threshold`` documents stored under it here is reported hot: the job spreads
 it over salts from the next batch on (``xscl.engine.routing``; a key label's spread
 label is never reported, ``key_labels``). A keyed chain's match of a hot key is found
-by one pass per key label the new document probes here (``keyed_chains``).
+by one pass per key label the new document probes here (``keyed_chains``). A keyed
+chain's last block is matched by probing or through the matches of its first blocks
+the group keeps, as the plan choice says (``cached_chains``, ``join_plans``); those are
+kept with the group's live documents in the worker's memory (``LiveGroup``), never in
+the snapshot.
 
 Where it runs: in the Spark job's stateful step, once per group and micro-batch
 (``xscl.spark_plugin.job.join_groups``); in process in the tests.
@@ -86,9 +90,9 @@ class LiveGroup:
 
 
 def _version(subs: Subscriptions) -> tuple[int, int]:
-    """Which subscriptions kept prefixes were made with (a registry version's own
-    object, and its count of changes)."""
-    return id(subs), subs.version
+    """Which subscriptions kept prefixes were made with (the object, by its random
+    serial number, and its count of changes)."""
+    return subs.serial, subs.version
 
 
 class ValueGroup:
