@@ -62,7 +62,7 @@ from typing import Any
 from lxml import etree
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after PYTHONPATH: a checkout given there is the one measured
 
 from benchmarks.rss_memory import current_rss  # noqa: E402
 from xscl import reference  # noqa: E402

@@ -49,17 +49,22 @@ def main(argv: list[str]) -> int:
     gc.collect()
     rss, cpu = current_rss(), time.process_time()
     built = JobQueries()
+    compiled: dict[str, CompiledQuery] = {}
     for query in queries:
         normal = built.shapes.normal(query)
-        built.queries[query.qid] = CompiledQuery(normal, built.shapes.assignment(normal))
-    places = _placer(built.queries)
-    for qid, compiled in built.queries.items():
+        compiled[query.qid] = CompiledQuery(normal, built.shapes.assignment(normal))
+    places = _placer(compiled)
+    for qid, each in compiled.items():
         built.subscriptions.add_query(
-            compiled.normal,
+            each.normal,
             placement=places[qid],
-            assignment=compiled.assignment,
+            assignment=each.assignment,
             since=0,
         )
+    kept = getattr(built, "queries", None)  # a checkout whose worker kept them (before 26)
+    if kept is not None:
+        kept.update(compiled)
+    del compiled, each
     cpu = time.process_time() - cpu
     gc.collect()
     grown = current_rss() - rss

@@ -6,7 +6,7 @@
 A reused Python worker runs ``gc.collect()`` after each task (``pyspark/daemon.py``).
 Per subscription count (the ``benchmarks/spark_rss`` generator, selective windows),
 in a fresh process: subscribe the queries into a registry, compile it, build the
-worker's subscriptions (``queries_at``, what a Stage 1 or join task does first),
+worker's subscriptions (``LiveQueries.at``, what a Stage 1 or join task does first),
 then time ``gc.collect()`` (median of ``--repeat``) as the daemon would run it:
 
 * ``as built``: the objects left to the collector (before ``job/worker_heap.py``);
@@ -40,7 +40,6 @@ LEAVES = ["guid", "summary", "updated", "id", "encoded", "published", "subtitle"
 def measure(count: int, repeat: int) -> dict[str, float]:
     """One count, in this process (run by ``main`` in a fresh interpreter)."""
     from xscl.service import live_queries as queries
-    from xscl.service import worker_heap
     from xscl.service.subscriptions import SubscriptionLog
     from xscl.spark_plugin.compile_job import compile_in_process
 
@@ -51,11 +50,10 @@ def measure(count: int, repeat: int) -> dict[str, float]:
     log.record_applied(1, 0)
     compile_in_process(folder, 1)
     start = time.process_time()
-    queries._built.clear()
-    worker_heap.unsettled()
-    built = queries.queries_at(str(folder), 1)
+    gc.unfreeze()
+    built = queries.LiveQueries().at(str(folder), 1)
     build = time.process_time() - start
-    assert len(built.engine_of) == count
+    assert len(built.subscriptions.outputs) == count
 
     def collect() -> float:
         timings = []
@@ -65,9 +63,9 @@ def measure(count: int, repeat: int) -> dict[str, float]:
             timings.append(time.process_time() - began)
         return statistics.median(timings)
 
-    frozen = collect()  # queries_at settled the heap already
+    frozen = collect()  # LiveQueries.at settled the heap already
     frozen_objects = len(gc.get_objects())
-    worker_heap.unsettled()
+    gc.unfreeze()
     as_built = collect()
     tracked = len(gc.get_objects())
     return {

@@ -90,8 +90,12 @@ def _tables(subs: Subscriptions) -> dict[str, Any]:
         "definitions": stage1.registered,
         "requirements": (sorted(stage1._values), sorted(stage1._nodes), sorted(stage1._pairs)),
         "claims": dict(subs.claim_counts),
-        "normal": subs.normal,
-        "outputs": {q: [b and b.signature for b in o.blocks] for q, o in subs.outputs.items()},
+        "publishers": subs.publishers,
+        "chain_streams": subs.chain_streams,
+        "outputs": {
+            q: ([b and b.signature for b in o.blocks], o.select, o.select_blocks)
+            for q, o in subs.outputs.items()
+        },
         "plans": subs.plan_sets,  # role plans with their R_T tries, per placement
         "placement": subs.placement,
         "publish": subs.publish,

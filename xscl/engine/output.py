@@ -273,9 +273,13 @@ class QueryOutput:
     """Output construction for one query (see module docstring)."""
 
     def __init__(self, query: NormalQuery, stage1: Stage1Requests) -> None:
-        self.query = query
         self.qid = query.qid
         self.select = query.query.select
+        #: each selected variable's block (only what output needs: the normal form is not
+        #: kept once the query is registered)
+        self.select_blocks = (
+            {} if self.select is None else {name: query.block_of(name) for name in self.select}
+        )
         self.blocks: list[BlockOutput | None] = []
         for block in query.blocks:
             if block.first_step is None:
@@ -360,7 +364,7 @@ class QueryOutput:
             result = etree.Element("result", query=self.qid)
             for name in self.select:
                 holder = etree.SubElement(result, "var", name=name)
-                index = self.query.block_of(name)
+                index = self.select_blocks[name]
                 doc = docs[index]
                 tree = trees.get(doc)
                 if name in join_nodes:

@@ -55,7 +55,6 @@ from xscl.engine.key_labels import key_label, spread_label
 from xscl.engine.matcher import match_document, no_slice, no_stored
 from xscl.engine.output import ResultRecord
 from xscl.engine.placements import (
-    CHAIN,
     COMPOSITE,
     KEYED,
     STATELESS,
@@ -167,12 +166,7 @@ class RoutingTable:
             for meta, parent in enumerate(row.template.parents)
             if parent == -1
         }
-        streams = frozenset(
-            block.stream
-            for qid, where in subs.placement.items()
-            if where == CHAIN
-            for block in subs.normal[qid].blocks
-        )
+        streams = frozenset(stream for read in subs.chain_streams.values() for stream in read)
         keyed = list(subs.rows(KEYED))
         keys = {row.var_ids[meta] for row in keyed for meta in key_class(row.template)}
         bounded = all(w is not None for row in keyed for w in row.windows)

@@ -38,6 +38,7 @@ from xscl.engine.matcher import Match
 from xscl.engine.output import QueryOutput
 from xscl.engine.placements import (
     ALL,
+    CHAIN,
     COMPOSITE,
     KEYED,
     STATELESS,
@@ -84,7 +85,12 @@ class Subscriptions:
         self.outputs: dict[str, QueryOutput] = {}
         #: query id -> the stream it PUBLISHes
         self.publish: dict[str, str] = {}
-        self.normal: dict[str, NormalQuery] = {}
+        #: the normal forms of the queries that PUBLISH (a new publisher is checked for
+        #: cycles against them); no other query's is kept after registration
+        self.publishers: dict[str, NormalQuery] = {}
+        #: the streams the chain-placed queries read (``routing``: their documents go
+        #: to the chain group)
+        self.chain_streams: dict[str, tuple[str, ...]] = {}
         #: query id -> the first document sequence number it may match
         self.since: dict[str, int] = {}
         self._record_plans: dict[str, RecordPlan] = {}
@@ -117,11 +123,10 @@ class Subscriptions:
         """
         normal = self.normalized(query)
         if normal.query.publish is not None:  # only a publishing query can close a cycle
-            publishers = [self.normal[qid] for qid in self.publish if qid != normal.qid]
+            publishers = [q for qid, q in self.publishers.items() if qid != normal.qid]
             check_publish_cycles([*publishers, normal])
         if normal.qid in self.outputs:
             self.remove_query(normal.qid)
-        self.normal[normal.qid] = normal
         claims = Stage1Claims(self.stage1, self.claim_counts)
         self._registering = claims
         try:
@@ -152,9 +157,12 @@ class Subscriptions:
                 self.prefix_plans[template] = prefix
                 prefix.insert(row)
         self.placement[normal.qid] = placement
+        if placement == CHAIN:
+            self.chain_streams[normal.qid] = tuple(block.stream for block in normal.blocks)
         self.outputs[normal.qid] = QueryOutput(normal, claims)
         if normal.query.publish is not None:
             self.publish[normal.qid] = normal.query.publish
+            self.publishers[normal.qid] = normal
         if since is not None:
             self.since[normal.qid] = since
         self.version += 1
@@ -208,7 +216,8 @@ class Subscriptions:
             del plans_of[template]
         del self.outputs[qid]
         self._record_plans.pop(qid, None)
-        del self.normal[qid]
+        self.publishers.pop(qid, None)
+        self.chain_streams.pop(qid, None)
         self.publish.pop(qid, None)
         self.since.pop(qid, None)
         self.claims.pop(qid).release()

@@ -41,7 +41,7 @@ from xscl.engine.subscriptions import Subscriptions
 from xscl.service.compiled.sources import EventCompiler, FromTexts, compiler_for
 from xscl.service.compiled.table import CompiledQuery
 from xscl.service.subscriptions import SubscriptionLog, apply_event
-from xscl.service.worker_heap import settled, unsettled
+from xscl.service.worker_heap import settled
 from xscl.templates.shapes import ShapeMemo
 
 
@@ -50,8 +50,6 @@ class JobQueries:
     """The subscriptions of one registry version (see the module docstring)."""
 
     version: int = 0
-    #: query id -> the query compiled (normal form, template assignment)
-    queries: dict[str, CompiledQuery] = field(default_factory=dict)
     shapes: ShapeMemo = field(default_factory=ShapeMemo)
     subscriptions: Subscriptions = field(init=False)
     #: query id -> the event it was (last) added at: its ``since`` is that event's offset
@@ -71,30 +69,37 @@ class JobQueries:
     # ------------------------------------------------------------------ building
     def apply(
         self, version: int, log: SubscriptionLog, offset: int, compiler: EventCompiler
-    ) -> None:
+    ) -> bool:
         """Apply registry event ``version``, which took effect at spool ``offset``; a
-        subscribe event's queries come compiled from ``compiler``."""
-        before = dict(self.queries)
-        apply_event(self.queries, log.event(version), compiler.compiled)
+        subscribe event's queries come compiled from ``compiler``.
+
+        Only the event's own queries are placed and registered (a query is placed by its
+        own template and windows, ``placements.place_queries``), and nothing of a
+        compiled query is kept beyond what ``Subscriptions`` needs to match it: not its
+        normal form or its text (docs/architecture.md, "What a Python worker keeps").
+        True when a registered query was removed or replaced (``worker_heap``)."""
+        event = log.event(version)
+        fresh: dict[str, CompiledQuery] = {}
+        apply_event(fresh, event, compiler.compiled)  # an unknown op raises here
         self._routing = None
         subs = self.subscriptions
         since = offset * SEQ_STRIDE
-        for qid in before.keys() - self.queries.keys():
-            self.added_at.pop(qid, None)
-            subs.remove_query(qid)
-        changed = {q for q, c in self.queries.items() if before.get(q) is not c}
+        removed = False
+        if event.op == "unsubscribe":
+            for qid in event.ids:
+                self.added_at.pop(qid, None)
+                removed |= subs.remove_query(qid)
         places = place_queries(
-            {qid: Placeable.of(c.normal, c.assignment.template) for qid, c in self.queries.items()}
+            {qid: Placeable.of(c.normal, c.assignment.template) for qid, c in fresh.items()}
         )
-        for qid, compiled in self.queries.items():
-            where = places[qid]
-            if qid in changed or subs.placement.get(qid) != where:
-                subs.remove_query(qid)
-                subs.add_query(
-                    compiled.normal, placement=where, assignment=compiled.assignment, since=since
-                )
-                self.added_at[qid] = version
+        for qid, compiled in fresh.items():
+            removed |= qid in subs.outputs  # subscribed again: replaced
+            subs.add_query(
+                compiled.normal, placement=places[qid], assignment=compiled.assignment, since=since
+            )
+            self.added_at[qid] = version
         self.version = version
+        return removed
 
     def rebase(self, offsets: dict[int, int]) -> None:
         """Take each query's ``since`` from ``offsets`` (event -> offset it took effect at).
@@ -140,8 +145,8 @@ class LiveQueries:
         if cached is None or cached.version > version:
             cached = JobQueries()
         if cached.version < version:
-            unsettled()
             texts = FromTexts(cached.shapes)
+            removed = False
             for event in range(cached.version + 1, version + 1):
                 offset = recorded.get(event)
                 if offset is None:
@@ -149,8 +154,8 @@ class LiveQueries:
                         f"subscription event {event} of {registry} has no recorded offset: "
                         "the driver records it before the micro-batch that applies it"
                     )
-                cached.apply(event, log, offset, compiler_for(registry, event, texts))
-            settled()
+                removed |= cached.apply(event, log, offset, compiler_for(registry, event, texts))
+            settled(removed=removed)
         self._built[(registry, applied)] = cached
         return cached
 
@@ -165,10 +170,10 @@ class LiveQueries:
             return None
         built = JobQueries()
         texts = FromTexts(built.shapes)
-        unsettled()
+        removed = False
         for event in range(1, versions[-1] + 1):
-            built.apply(event, log, 0, compiler_for(registry, event, texts))
-        settled()
+            removed |= built.apply(event, log, 0, compiler_for(registry, event, texts))
+        settled(removed=removed)
         self._built[(registry, PREBUILT)] = built
         return built
 

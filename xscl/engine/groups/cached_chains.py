@@ -131,6 +131,7 @@ class CachedChains:
                 cost.prefix_seconds += time.process_time() - started
 
     def finish(self) -> None:
+        """Tell the plan choice what the batch cost, with each cache's size."""
         for template, cost in self.costs.items():
             cache = self.caches.get(template)
             cost.cache_bytes = 0 if cache is None else cache.bytes

@@ -235,6 +235,10 @@ class Adaptive:
 
     def observe(self, group: int, costs: dict[Template, BatchCost]) -> None:
         batch = self.batches[group] = self.batches.get(group, 0) + 1
+        for key in [k for k in self.profiles if k[0] == group and k[1] not in costs]:
+            del self.profiles[key]  # an unsubscribed template's
+            self.chosen.pop(key, None)
+            self.kept.pop(key, None)
         for template, cost in costs.items():
             profile = self.profiles.setdefault((group, template), PlanProfile())
             profile.observe(cost, batch)
