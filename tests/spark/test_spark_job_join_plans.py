@@ -43,6 +43,7 @@ def _choices() -> dict[str, tuple[PlanChoice | None, bool]]:
         "cache, live": (CacheAlways(), True),
         "adaptive, trying each plan every other batch": (Adaptive(explore=1), True),
         "adaptive, 300 bytes a group": (Adaptive(budget=300, explore=2), True),
+        "adaptive, no memory": (Adaptive(budget=0, explore=1), True),
     }
 
 
@@ -136,6 +137,12 @@ def test_the_adaptive_plan_measures_both_plans_and_keeps_to_its_budget(tmp_path:
     assert set(got) == want and len(got) == len(want)
     over = [key for key, p in tight.profiles.items() if p.cache_bytes > 1]
     assert over and not any(tight.chosen[key] for key in over)
+    none = Adaptive(budget=0, explore=1)
+    got, _ = _in_process(
+        tmp_path / "none", docs, cuts, None, None, None, KEYED_QUERIES, none, GroupMemory()
+    )
+    assert set(got) == want and len(got) == len(want)
+    assert none.profiles and not any(p.cache_bytes for p in none.profiles.values())
 
 
 def test_only_templates_whose_prefix_is_keyed_can_cache(tmp_path: Path) -> None:

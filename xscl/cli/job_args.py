@@ -149,7 +149,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_CACHE_MEMORY,
         metavar="MiB",
         help="memory in MiB one join group may spend on kept chain prefixes under "
-        f"--join-plan adaptive (default {DEFAULT_CACHE_MEMORY >> 20})",
+        f"--join-plan adaptive; 0 never keeps any (default {DEFAULT_CACHE_MEMORY >> 20})",
     )
     parser.add_argument(
         "--quiet",

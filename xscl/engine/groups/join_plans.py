@@ -256,6 +256,8 @@ class Adaptive:
         at the current rates of documents, say a switch would pay (a try builds it),
         or at the longest interval. A try that confirms the plan in use doubles the
         interval (up to ``MAX_BACKOFF`` times ``explore``); a switch resets it."""
+        if not self.budget:
+            return False, False  # no memory for kept prefixes: always probe
         if not (profile.last_rate or profile.prefix_rate):
             return cached, cached  # nothing to compare on yet
         if profile.trying is not None and profile.trying == cached:
