@@ -14,11 +14,15 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given
-from hypothesis import strategies as st
 
 from tests.profiles import examples
 from tests.spark.jobkit import reference_by_id, subscribed
-from tests.spark.test_spark_job_keyed_chains import KEYED_QUERIES, _documents, _in_process
+from tests.spark.test_spark_job_keyed_chains import (
+    HOT_KEY_WORKLOADS,
+    KEYED_QUERIES,
+    _documents,
+    _in_process,
+)
 from xscl.connectors.document import Document
 from xscl.engine.groups.join_plans import (
     Adaptive,
@@ -48,13 +52,7 @@ def _choices() -> dict[str, tuple[PlanChoice | None, bool]]:
 
 
 @examples(20, suppress=[HealthCheck.function_scoped_fixture])
-@given(
-    seed=st.integers(0, 2**32),
-    count=st.integers(3, 22),
-    cuts=st.lists(st.integers(1, 23), max_size=5),
-    lateness=st.sampled_from([None, 0, 2 * SECOND, 10 * SECOND]),
-    threshold=st.sampled_from([None, 1, 2, 4]),
-)
+@given(**HOT_KEY_WORKLOADS)
 def test_every_plan_gives_the_reference_results(
     tmp_path_factory: Any, seed: int, count: int, cuts: list[int], lateness: int | None,
     threshold: int | None,

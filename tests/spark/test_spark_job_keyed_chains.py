@@ -232,13 +232,20 @@ def test_a_key_turned_hot_halfway_is_spread(
     assert len(salts) > 1
 
 
+#: Random documents (``_documents(Random(seed), count)``), batch cuts, lateness and the
+#: groups' hot threshold: the keyed workloads of the hot-key and plan-choice tests
+HOT_KEY_WORKLOADS = {
+    "seed": st.integers(0, 2**32),
+    "count": st.integers(3, 22),
+    "cuts": st.lists(st.integers(1, 23), max_size=5),
+    "lateness": st.sampled_from([None, 0, 2 * SECOND, 10 * SECOND]),
+    "threshold": st.sampled_from([None, 1, 2, 4]),
+}
+
+
 @examples(30, suppress=[HealthCheck.function_scoped_fixture])
 @given(
-    seed=st.integers(0, 2**32),
-    count=st.integers(3, 22),
-    cuts=st.lists(st.integers(1, 23), max_size=5),
-    lateness=st.sampled_from([None, 0, 2 * SECOND, 10 * SECOND]),
-    threshold=st.sampled_from([None, 1, 2, 4]),
+    **HOT_KEY_WORKLOADS,
     forced=st.none() | st.tuples(st.integers(0, 5), st.sampled_from(["v0", "v1"])),
 )
 def test_keys_turning_hot_agree_with_the_reference(

@@ -195,13 +195,7 @@ def _mebibytes(text: str) -> int:
     >>> _mebibytes("64")
     67108864
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of MiB: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 MiB or more: {text!r}")
-    return int(value * (1 << 20))
+    return int(_number(text, "MiB", 0.0, strict=False) * (1 << 20))
 
 
 def _positive_seconds(text: str) -> float:
@@ -210,12 +204,23 @@ def _positive_seconds(text: str) -> float:
     >>> _positive_seconds("0.5")
     0.5
     """
+    return _number(text, "seconds", 0.0, strict=True)
+
+
+def _number(text: str, unit: str, least: float, *, strict: bool) -> float:
+    """``text`` as a number of ``unit``, above ``least`` (``strict``) or at least it.
+
+    >>> _number("-1", "MiB", 0.0, strict=False)
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be 0 MiB or more: '-1'
+    """
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0 seconds: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+    if value < least or (strict and value == least):
+        bound = f"above {least:g} {unit}" if strict else f"{least:g} {unit} or more"
+        raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
     return value
 
 
