@@ -155,6 +155,7 @@ class LiveQueries:
                         "the driver records it before the micro-batch that applies it"
                     )
                 removed |= cached.apply(event, log, offset, compiler_for(registry, event, texts))
+            cached.shapes.clear()  # the shapes served this build; the queries stay
             settled(removed=removed)
         self._built[(registry, applied)] = cached
         return cached
@@ -173,6 +174,7 @@ class LiveQueries:
         removed = False
         for event in range(1, versions[-1] + 1):
             removed |= built.apply(event, log, 0, compiler_for(registry, event, texts))
+        built.shapes.clear()
         settled(removed=removed)
         self._built[(registry, PREBUILT)] = built
         return built

@@ -64,6 +64,13 @@ class ShapeMemo:
         """Pickle an empty memo: it is a cache, and engine snapshots should not carry it."""
         return ShapeMemo, (self.max_shapes,)
 
+    def clear(self) -> None:
+        """Forget every shape: what a build remembered is dropped once it is built (a
+        worker keeps its registered queries, not their normal forms: the memo would
+        keep one normal form, its definitions' structure and one AST per shape)."""
+        self._normal.clear()
+        self._assignment.clear()
+
     def normal(self, query: Query) -> NormalQuery:
         """``normalize(query)``; its ``query`` is ``query`` itself (id, spans)."""
         shape = query_shape(query)
