@@ -128,22 +128,37 @@ class ResultRecord:
         return json.dumps(self.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockOutput:
-    """What output construction needs of one block: var ids of its full pattern."""
+    """What output construction needs of one block: var ids of its full pattern, as
+    tuples aligned with ``variables`` (kept per query for as long as it is registered:
+    no dict, no instance ``__dict__``).
+
+    >>> out = BlockOutput(("x", "y"), (7, 9), (-1, 0), 7, True)
+    >>> out.id_of("y"), out.parent_of("y"), out.parent_of("x"), out.signature
+    (9, 'x', None, (((7, -1), (9, 7)), 7, True))
+    """
 
     variables: tuple[str, ...]
-    ids: Mapping[str, int]
-    parent: Mapping[str, str]
+    #: each variable's var id
+    var_ids: tuple[int, ...]
+    #: each variable's parent, by its position in ``variables`` (-1: none)
+    parents: tuple[int, ...]
     first_id: int | None
     first_is_root: bool
 
-    @cached_property
+    def id_of(self, name: str) -> int:
+        return self.var_ids[self.variables.index(name)]
+
+    def parent_of(self, name: str) -> str | None:
+        parent = self.parents[self.variables.index(name)]
+        return None if parent < 0 else self.variables[parent]
+
+    @property
     def signature(self) -> tuple[object, ...]:
         """The block's pattern in var ids only (queries with equal patterns share it)."""
-        shape = tuple(
-            (self.ids[n], self.ids.get(self.parent.get(n, ""), -1)) for n in self.variables
-        )
+        ids = self.var_ids
+        shape = tuple((v, ids[p] if p >= 0 else -1) for v, p in zip(ids, self.parents, strict=True))
         return (shape, self.first_id, self.first_is_root)
 
 
@@ -291,6 +306,7 @@ class QueryOutput:
             parent = {child: par for par, child in block.edges}
             for par, child in block.edges:
                 stage1.require_pair(ids[par], ids[child])
+            names = tuple(v.name for v in block.variables)
             first_id = stage1.register(block.first_step)
             first_is_root = False
             if block.root is None:
@@ -301,7 +317,11 @@ class QueryOutput:
                 stage1.require_pair(first_id, ids[block.root])
             self.blocks.append(
                 BlockOutput(
-                    tuple(v.name for v in block.variables), ids, parent, first_id, first_is_root
+                    names,
+                    tuple(ids[n] for n in names),
+                    tuple(names.index(parent[n]) if n in parent else -1 for n in names),
+                    first_id,
+                    first_is_root,
                 )
             )
 
@@ -319,12 +339,12 @@ class QueryOutput:
                 yield dict(assign)
                 return
             name = names[i]
-            var = out.ids[name]
-            parent = out.parent.get(name)
+            var = out.id_of(name)
+            parent = out.parent_of(name)
             if parent is None:
                 candidates: Sequence[str] = doc.nodes.get(var, ())
             else:
-                index = doc.down.get((out.ids[parent], var), {})
+                index = doc.down.get((out.id_of(parent), var), {})
                 candidates = index.get(assign[parent], ())
             if name in fixed:
                 candidates = [fixed[name]] if fixed[name] in candidates else []
@@ -341,7 +361,7 @@ class QueryOutput:
         root = out.variables[0]
         if out.first_is_root:
             return [embedding[root]]
-        return doc.up.get((out.first_id, out.ids[root]), {}).get(embedding[root], ())
+        return doc.up.get((out.first_id, out.var_ids[0]), {}).get(embedding[root], ())
 
     def build_xml(
         self, docs: Sequence[DocState], join_nodes: Mapping[str, str], trees: DocumentTrees
@@ -387,7 +407,7 @@ class QueryOutput:
         if out is None:
             return "0"
         fixed = self._fixed(block, join_nodes)
-        key = (out.signature, tuple(sorted((out.ids[n], node) for n, node in fixed.items())))
+        key = (out.signature, tuple(sorted((out.id_of(n), node) for n, node in fixed.items())))
         cached = tree.first_steps.get(key)
         if cached is None:
             cached = self.first_step_node(block, doc, fixed, tree)

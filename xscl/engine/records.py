@@ -97,7 +97,7 @@ class RecordPlan:
             assert out.first_id is not None
             return BlockKey(index, "first", (), ("first", out.first_id))
         fixed = tuple((n, by_name[n]) for n in out.variables if n in by_name)
-        prefix = ("walk", out.signature, tuple(out.ids[n] for n, _ in fixed))
+        prefix = ("walk", out.signature, tuple(out.id_of(n) for n, _ in fixed))
         return BlockKey(index, "walk", fixed, prefix)
 
 
