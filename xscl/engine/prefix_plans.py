@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from xscl.engine.hop_plans import prefix_row, prefix_size, prefix_template
 from xscl.engine.placements import key_class
 from xscl.engine.plans import RolePlan, role_steps
+from xscl.engine.state import DocState
 from xscl.templates.canonical import Template
 from xscl.templates.registry import QueryRow
 
@@ -94,6 +95,11 @@ class PrefixPlans:
         if any(step.kind == "scan" for plan in plans for step in plan.steps):
             return None  # not reachable through the class: it would miss prefix matches
         return cls(template, plans)
+
+    def fills(self, doc: DocState) -> bool:
+        """Whether ``doc`` binds the first var id of some block of the prefix (it can be
+        part of a prefix match)."""
+        return any(not plan.var_counts[0].keys().isdisjoint(doc.nodes) for plan in self.plans)
 
     @property
     def last(self) -> int:

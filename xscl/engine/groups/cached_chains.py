@@ -25,7 +25,6 @@ from xscl.engine.groups.prefix_cache import PrefixCache
 from xscl.engine.key_labels import is_key_label, is_spread_label, key_label, key_value
 from xscl.engine.matcher import Match
 from xscl.engine.plans import RolePlan
-from xscl.engine.prefix_plans import PrefixPlans
 from xscl.engine.state import DocState
 from xscl.engine.subscriptions import Subscriptions
 from xscl.engine.view_cache import Slice
@@ -109,7 +108,7 @@ class CachedChains:
         if not passes:
             return
         for template, plans in self.subscriptions.prefix_plans.items():
-            if not _fills_prefix(plans, new):
+            if not plans.fills(new):
                 continue
             cost = self.costs[template]
             cost.prefix_docs += 1
@@ -136,8 +135,3 @@ class CachedChains:
             cache = self.caches.get(template)
             cost.cache_bytes = 0 if cache is None else cache.bytes
         self.choice.observe(self.group, self.costs)
-
-
-def _fills_prefix(plans: PrefixPlans, new: DocState) -> bool:
-    """Whether ``new`` binds the first var id of some block of the prefix."""
-    return any(not plan.var_counts[0].keys().isdisjoint(new.nodes) for plan in plans.plans)

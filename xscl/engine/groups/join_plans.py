@@ -182,19 +182,16 @@ class PlanProfile:
     @property
     def last_rate(self) -> float:
         """Last-block documents per batch, over the window."""
-        return sum(self.last_docs) / max(len(self.last_docs), 1)
+        return _mean(self.last_docs)
 
     @property
     def prefix_rate(self) -> float:
         """Documents of the other blocks per batch, over the window."""
-        return sum(self.prefix_docs) / max(len(self.prefix_docs), 1)
+        return _mean(self.prefix_docs)
 
     def saving(self) -> float:
         """CPU seconds per batch the cache saves over probing (negative: it costs)."""
-        last, prefix = self.last_rate, self.prefix_rate
-        probe = (self.probe_per_last or 0.0) * last
-        cache = (self.cache_per_last or 0.0) * last
-        return probe - cache - (self.upkeep_per_prefix or 0.0) * prefix
+        return self.cost(False) - self.cost(True)
 
     def cheaper(self) -> bool | None:
         """Whether caching is the cheaper plan (None: not both measured yet)."""
@@ -319,6 +316,10 @@ def plan_choice(name: str, budget: int = DEFAULT_CACHE_MEMORY) -> PlanChoice:
     if name == "adaptive":
         return Adaptive(budget)
     raise ValueError(f"unknown join plan {name!r}: adaptive, probe or cache")
+
+
+def _mean(window: deque[int]) -> float:
+    return sum(window) / max(len(window), 1)
 
 
 def _smooth(old: float | None, new: float) -> float:

@@ -62,6 +62,21 @@ def value_slice(part: Slice, doc: DocState, value: str) -> None:
             add_to_slice(part, var, doc, node)
 
 
+def value_only(value: str, part: Slice) -> Callable[[str], Slice]:
+    """A matcher's ``slice_of`` that holds ``part`` for ``value`` and nothing for any
+    other value (a pass probes its own key value only).
+
+    >>> slice_of = value_only("ab", {3: []})
+    >>> slice_of("ab"), slice_of("cd")
+    ({3: []}, {})
+    """
+
+    def slice_of(probed: str) -> Slice:
+        return part if probed == value else {}
+
+    return slice_of
+
+
 def passes(new: DocState, probes: frozenset[str]) -> dict[str, tuple[str, set[int]]]:
     """The key labels ``new`` probes here: label -> (its value, the var ids at which
     ``new`` holds that value).
@@ -118,11 +133,7 @@ def keyed_matches(
             continue  # no pre-hot document here: every match is all post-hot
         if not every and reach is not None and max(pre_hot.values()) < new.ts - reach:
             continue  # every pre-hot document is out of every window: the same
-        part = pass_slice(label, value)
-
-        def slice_of(probed: str, value: str = value, part: Slice = part) -> Slice:
-            return part if probed == value else {}  # another value: its own pass
-
+        slice_of = value_only(value, pass_slice(label, value))  # another value: its own pass
         for plan in plans:
             anchor = plan.probe_anchor()
             if anchor is None or keying.isdisjoint(plan.var_counts[anchor]):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from xscl.engine.groups.keyed_chains import value_slice
+from xscl.engine.groups.keyed_chains import value_only, value_slice
 from xscl.engine.matcher import Match, match_document, no_stored
 from xscl.engine.plans import RolePlan
 from xscl.engine.prefix_plans import PrefixPlans
@@ -82,8 +82,6 @@ class PrefixCache:
 
     def _prefix_matches(self, new: DocState, slice_of: Callable[[str], Slice]) -> Iterator[Match]:
         for plan in self.plans.plans:
-            if plan.var_counts[0].keys().isdisjoint(new.nodes):
-                continue
             yield from match_document(plan, new, slice_of, no_stored)
 
     def complete(self, plan: RolePlan, new: DocState, label: str, value: str) -> Iterator[Match]:
@@ -93,11 +91,7 @@ class PrefixCache:
             part: Slice = {}
             for member in members:
                 value_slice(part, member, value)
-
-            def slice_of(probed: str, part: Slice = part) -> Slice:
-                return part if probed == value else {}
-
-            for match in match_document(plan, new, slice_of, no_stored):
+            for match in match_document(plan, new, value_only(value, part), no_stored):
                 if tuple(d.seq for d in match[1][:-1]) == seqs:
                     yield match
 

@@ -53,7 +53,7 @@ from xscl.engine.groups.composites import (
 from xscl.engine.groups.decoded import DecodedDocs
 from xscl.engine.groups.exact import ExactDocs
 from xscl.engine.groups.hop_chains import HopChains
-from xscl.engine.groups.keyed_chains import keyed_matches, value_slice
+from xscl.engine.groups.keyed_chains import keyed_matches, value_only, value_slice
 from xscl.engine.groups.prefix_cache import PrefixCache
 from xscl.engine.groups.routed import GroupContext, RoutedDoc, lateness_bases
 from xscl.engine.groups.stored import GROUP_REACH, StoredDoc, StoredDocs, token_of
@@ -125,8 +125,7 @@ class ValueGroup:
         hopping = list(subs.plans(COMPOSITE))
         reach = reduce(wider, [subs.reach(p) for p in (VALUE, TIME, KEYED, COMPOSITE)])
         bases = lateness_bases(context.allowed_lateness, docs)
-        if bases is not None:
-            stored.evict_partners(bases[0], reach)
+        evicted = 0 if bases is None else stored.evict_partners(bases[0], reach)
         reaches = partner_reaches([*plans, *keyed, *timed, *hopping]) if bases is not None else {}
         cache = context.decoded if context.decoded is not None else DecodedDocs(len(docs))
         slices: dict[str, Slice] = {}
@@ -148,20 +147,23 @@ class ValueGroup:
 
         passes: dict[str, Slice] = {}  # key label L -> the slice of its pass (L and H)
 
+        def pass_positions(label: str, value: str) -> Sequence[int]:
+            """Where the documents of a key label's pass are stored (``keyed_chains``):
+            for a spread label, under it; for a key label, under it and its spread
+            label."""
+            own = stored.index.get(label, ())
+            spread = () if is_spread_label(label) else stored.index.get(spread_label(value), ())
+            return sorted([*own, *spread]) if spread else own
+
         def pass_slice(label: str, value: str) -> Slice:
-            """The slice of a key label's pass (``keyed_chains``): for a spread label,
-            its own; for a key label, the documents under it and its spread label."""
-            if is_spread_label(label):
-                return label_slice(label, value)
+            """The slice of a key label's pass."""
+            if is_spread_label(label) or not stored.index.get(spread_label(value)):
+                return label_slice(label, value)  # one label's documents only
             part = passes.get(label)
             if part is None:
-                spread = stored.index.get(spread_label(value), ())
-                if not spread:
-                    return label_slice(label, value)  # only pre-hot documents here
-                part = {}
-                for position in sorted([*stored.index.get(label, ()), *spread]):
+                part = passes[label] = {}
+                for position in pass_positions(label, value):
                     value_slice(part, state_of(stored.docs[position]), value)
-                passes[label] = part
             return part
 
         under: dict[str, dict[int, int]] = {}  # key label -> seq -> ts stored under it
@@ -176,20 +178,12 @@ class ValueGroup:
         keyed_reach = subs.reach(KEYED)
 
         def pass_docs(label: str, value: str) -> list[DocState]:
-            """A key label's pass's documents (``keyed_chains``)."""
-            positions = stored.index.get(label, ())
-            if not is_spread_label(label):
-                positions = sorted([*positions, *stored.index.get(spread_label(value), ())])
-            return [state_of(stored.docs[p]) for p in positions]
+            """A key label's pass's documents."""
+            return [state_of(stored.docs[p]) for p in pass_positions(label, value)]
 
         def pass_of(label: str, value: str) -> Callable[[str], Slice]:
             """A key label's pass's slice, as the matcher probes it."""
-            part = pass_slice(label, value)
-
-            def slice_of(probed: str) -> Slice:
-                return part if probed == value else {}
-
-            return slice_of
+            return value_only(value, pass_slice(label, value))
 
         choice = context.join_plans
         cached = (
@@ -200,7 +194,7 @@ class ValueGroup:
         if cached is None:
             self.caches.clear()  # every plan probes
         else:
-            if bases is not None:
+            if evicted:
                 cached.evicted({entry.seq for entry in stored.docs})
             cached.begin(list(stored.index), pass_docs, pass_of)
 
@@ -285,10 +279,9 @@ class ValueGroup:
                         value_slice(part, new, value)
                 if cached is not None:  # the slices hold ``new`` now, once
                     cached.stored(new, doc.homes, pass_of)
-        if bases is not None:
-            stored.evict_partners(bases[1], reach)
+        evicted = 0 if bases is None else stored.evict_partners(bases[1], reach)
         if cached is not None:
-            if bases is not None:
+            if evicted:
                 cached.evicted({entry.seq for entry in stored.docs})
             cached.finish()
 
