@@ -31,6 +31,7 @@ tasks), once per Python worker and registry version; nothing here is pickled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +102,20 @@ class JobQueries:
         self.version = version
         return removed
 
+    def extend(
+        self, registry: str, log: SubscriptionLog, version: int, offset_of: Callable[[int], int]
+    ) -> None:
+        """Apply the events after this set's version up to ``version`` (``offset_of``:
+        the spool offset each took effect at), then forget the shapes the build used
+        (the queries stay) and settle the worker's heap (``worker_heap``)."""
+        texts = FromTexts(self.shapes)
+        removed = False
+        for event in range(self.version + 1, version + 1):
+            compiler = compiler_for(registry, event, texts)
+            removed |= self.apply(event, log, offset_of(event), compiler)
+        self.shapes.clear()
+        settled(removed=removed)
+
     def rebase(self, offsets: dict[int, int]) -> None:
         """Take each query's ``since`` from ``offsets`` (event -> offset it took effect at).
 
@@ -145,18 +160,17 @@ class LiveQueries:
         if cached is None or cached.version > version:
             cached = JobQueries()
         if cached.version < version:
-            texts = FromTexts(cached.shapes)
-            removed = False
-            for event in range(cached.version + 1, version + 1):
+
+            def offset_of(event: int) -> int:
                 offset = recorded.get(event)
                 if offset is None:
                     raise RuntimeError(
                         f"subscription event {event} of {registry} has no recorded offset: "
                         "the driver records it before the micro-batch that applies it"
                     )
-                removed |= cached.apply(event, log, offset, compiler_for(registry, event, texts))
-            cached.shapes.clear()  # the shapes served this build; the queries stay
-            settled(removed=removed)
+                return offset
+
+            cached.extend(registry, log, version, offset_of)
         self._built[(registry, applied)] = cached
         return cached
 
@@ -170,12 +184,7 @@ class LiveQueries:
         if not versions:
             return None
         built = JobQueries()
-        texts = FromTexts(built.shapes)
-        removed = False
-        for event in range(1, versions[-1] + 1):
-            removed |= built.apply(event, log, 0, compiler_for(registry, event, texts))
-        built.shapes.clear()
-        settled(removed=removed)
+        built.extend(registry, log, versions[-1], lambda _event: 0)
         self._built[(registry, PREBUILT)] = built
         return built
 
