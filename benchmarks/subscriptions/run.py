@@ -23,6 +23,7 @@ subscription is one query of a kind:
   F//item->y[contains(description,'v')]/category->d`` (in half of those a
   second filter on the left item, ``[./category = 'w']``: A-Greedy orders the
   two)
+* ``every``    (``serve_scale.py`` only) a tenth ``range``, the rest ``mixed``
 
 Per kind and count, in a fresh process (so its memory is its own): the
 registration (parse and ``LocalEngine(queries)``), CPU and wall seconds, and
@@ -172,6 +173,8 @@ def queries_text(kind: str, count: int, items: Sequence[str], seed: int = 34) ->
             return f"F//item->x[./category = {_quoted(word())}]"
         if kind == "range":  # lower case: above most titles, which start upper case
             return f"F//item->x[./title >= {_quoted(word())}]"
+        if kind == "every":  # serve_scale.py: a tenth range, the rest as in mixed
+            return one(n, "range") if n % 10 == 9 else one(n - n // 10, "mixed")
         if n % 5 < 3:
             return one(n, ("keyword", "regex", "equality")[n % 5])
         extra = f"[./category = {_quoted(word())}]" if n % 5 == 4 else ""

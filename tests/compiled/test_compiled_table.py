@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given
 
@@ -22,6 +24,7 @@ from xscl.lang.normal_form import normalize
 from xscl.lang.parser import parse_query
 from xscl.lang.printer import format_query
 from xscl.service import live_queries as queries
+from xscl.service.compiled import table
 from xscl.service.compiled.sources import FromTable, FromTexts
 from xscl.service.compiled.table import compiled_folder
 from xscl.service.compiled.values import Decoder, encode
@@ -70,9 +73,35 @@ def test_the_table_gives_back_the_compiled_queries_in_order(tmp_path: Path) -> N
     assert not compile_in_process(tmp_path, 1)  # once per event
     assert compiled_folder(tmp_path, 1).is_dir() and not compiled_folder(tmp_path, 2).exists()
     event = log.event(1)
-    from_table = FromTable(tmp_path).compiled(event)
+    from_table = list(FromTable(tmp_path).compiled(event))
     assert [c.qid for c in from_table] == [f"Q{i}" for i in range(40)]
-    assert from_table == FromTexts().compiled(event)
+    assert from_table == list(FromTexts().compiled(event))
+
+
+def test_an_event_is_read_a_batch_at_a_time_in_position_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``iter_event`` merges the files by position, a few rows at a time, with a decoder
+    that keeps forgetting; a file out of position order is read whole and sorted."""
+    text = HEADER + "".join(
+        f"Q{i}: S//item->i[./a->x][contains(., 'w{i}')] JOIN {{x = y, {i}s}} T//entry[./b->y];\n"
+        for i in range(23)
+    )
+    log = _registry(tmp_path, text)
+    assert compile_in_process(tmp_path, 1)
+    folder = compiled_folder(tmp_path, 1)
+    (written,) = folder.glob("*.parquet")
+    rows = pq.read_table(written)
+    written.unlink()
+    evens = rows.filter(pc.equal(pc.bit_wise_and(rows["position"], 1), 0))
+    odds = rows.filter(pc.equal(pc.bit_wise_and(rows["position"], 1), 1))
+    pq.write_table(evens, folder / "part-0.parquet")  # in position order, as a task writes
+    pq.write_table(odds.take(list(reversed(range(odds.num_rows)))), folder / "part-1.parquet")
+    monkeypatch.setattr(table, "ROWS_PER_BATCH", 3)
+    monkeypatch.setattr(table, "DECODED_CELLS", 4)
+    expected = list(FromTexts().compiled(log.event(1)))
+    assert list(table.iter_event(tmp_path, 1)) == expected
+    assert [c.qid for c in expected] == [f"Q{i}" for i in range(23)]
 
 
 def _row(row: QueryRow) -> tuple[object, ...]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import NoReturn
@@ -741,10 +742,35 @@ def parse_file(text: str, *, source: str | None = None) -> ParseResult:
         return _parse_file(text, source)
 
 
+def iter_file_queries(text: str, *, source: str | None = None) -> Iterator[Query]:
+    """The good queries of a whole ``.xscl`` file one at a time, in file order: what
+    ``parse_file`` returns as ``queries``, without holding them all (a compile task that
+    keeps one part of a large file, ``spark_plugin.compile_job``); errors are skipped.
+
+    >>> [q.qid for q in iter_file_queries("a: S/x; S/[; b: S/y;")]
+    ['a', 'b']
+    """
+    with gc_paused(len(text) >= GC_PAUSE_CHARS):
+        yield from _iter_file(text, source, [], [])
+
+
 def _parse_file(text: str, source: str | None) -> ParseResult:
+    errors: list[XsclError] = []
+    declared: list[tuple[tuple[str, str], ...]] = []
+    queries = tuple(_iter_file(text, source, errors, declared))
+    return ParseResult(queries, declared[0], tuple(errors))
+
+
+def _iter_file(
+    text: str,
+    source: str | None,
+    errors: list[XsclError],
+    declared: list[tuple[tuple[str, str], ...]],
+) -> Iterator[Query]:
+    """The file's good queries, in order; its errors appended to ``errors`` and its
+    namespace bindings to ``declared``, as they are found."""
     parser = _Parser(text, source, {})
     parser.skip()
-    errors: list[XsclError] = []
     parser.collect = True  # declarations are few: always gather expected tokens
     while parser.peek_keyword("DECLARE"):
         try:
@@ -754,7 +780,7 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
             parser.advance(parser.resume_after(failure))
     parser.collect = False
     namespaces = tuple(sorted(parser.namespaces.items()))
-    queries: list[Query] = []
+    declared.append(namespaces)
     seen: set[str] = set()
     index = 0
     while not parser.at_end():
@@ -783,10 +809,9 @@ def _parse_file(text: str, source: str | None) -> ParseResult:
             errors.append(parser.to_error(duplicate, qid))
             continue
         seen.add(qid)
-        queries.append(query)
+        yield query
     if index == 0:
         errors.append(parser.to_error(_Failure("XSCL-P009", "no query in file", parser.n), None))
-    return ParseResult(tuple(queries), namespaces, tuple(errors))
 
 
 def parse_query(

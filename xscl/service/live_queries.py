@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xscl.engine.groups.routed import SEQ_STRIDE
-from xscl.engine.placements import Placeable, place_queries
+from xscl.engine.placements import Placeable, placement_of
 from xscl.engine.routing import RoutingTable
 from xscl.engine.subscriptions import Subscriptions
 from xscl.service.compiled.sources import EventCompiler, FromTexts, compiler_for
-from xscl.service.compiled.table import CompiledQuery
-from xscl.service.subscriptions import SubscriptionLog, apply_event
+from xscl.service.subscriptions import SubscriptionLog, check_op
 from xscl.service.worker_heap import settled
 from xscl.templates.shapes import ShapeMemo
 
@@ -80,8 +79,7 @@ class JobQueries:
         normal form or its text (docs/architecture.md, "What a Python worker keeps").
         True when a registered query was removed or replaced (``worker_heap``)."""
         event = log.event(version)
-        fresh: dict[str, CompiledQuery] = {}
-        apply_event(fresh, event, compiler.compiled)  # an unknown op raises here
+        check_op(event)
         self._routing = None
         subs = self.subscriptions
         since = offset * SEQ_STRIDE
@@ -90,13 +88,16 @@ class JobQueries:
             for qid in event.ids:
                 self.added_at.pop(qid, None)
                 removed |= subs.remove_query(qid)
-        places = place_queries(
-            {qid: Placeable.of(c.normal, c.assignment.template) for qid, c in fresh.items()}
-        )
-        for qid, compiled in fresh.items():
+        # a subscribe event's queries one at a time, as the compiler gives them
+        for compiled in compiler.compiled(event) if event.op == "subscribe" else ():
+            qid = compiled.qid
             removed |= qid in subs.outputs  # subscribed again: replaced
+            placeable = Placeable.of(compiled.normal, compiled.assignment.template)
             subs.add_query(
-                compiled.normal, placement=places[qid], assignment=compiled.assignment, since=since
+                compiled.normal,
+                placement=placement_of(placeable.template, bounded=placeable.bounded),
+                assignment=compiled.assignment,
+                since=since,
             )
             self.added_at[qid] = version
         self.version = version

@@ -41,7 +41,7 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -50,7 +50,7 @@ from xscl.connectors.durable import create_exclusively, write_atomically
 from xscl.errors import PublishCycleError, SubscriptionError
 from xscl.lang.ast import Query
 from xscl.lang.normal_form import normalize
-from xscl.lang.parser import parse_file
+from xscl.lang.parser import iter_file_queries, parse_file
 from xscl.lang.validation import validate_all
 from xscl.service.namespaces import registry_id
 
@@ -93,9 +93,15 @@ class SubscriptionEvent:
         unsubscribe."""
         if self.op != "subscribe":
             return []
-        return _in_namespace(
-            parse_file(self.text, source=self.source).queries, self.namespace, set(self.ids)
-        )
+        return list(self.iter_queries())
+
+    def iter_queries(self) -> Iterator[Query]:
+        """``queries`` one at a time, parsed as they are needed (a compile task keeps only
+        its part of a large event)."""
+        if self.op != "subscribe":
+            return iter(())
+        parsed = iter_file_queries(self.text, source=self.source)
+        return _in_namespace(parsed, self.namespace, set(self.ids))
 
 
 class SubscriptionLog:
@@ -229,7 +235,7 @@ class SubscriptionLog:
             )
         current = self.current()
         taken = [q.qid for q in good if registry_id(namespace, q.qid) in current]
-        good = _in_namespace(good, namespace)
+        good = list(_in_namespace(good, namespace))
         if taken:
             raise SubscriptionError.from_code(
                 "XSCL-S011",
@@ -317,14 +323,12 @@ class SubscriptionLog:
 
 def _in_namespace(
     queries: Iterable[Query], namespace: str, wanted: set[str] | None = None
-) -> list[Query]:
+) -> Iterator[Query]:
     """``queries`` with their ids in ``namespace`` (those in ``wanted`` when given)."""
-    out = []
     for query in queries:
         rid = registry_id(namespace, query.qid)
         if wanted is None or rid in wanted:
-            out.append(dataclasses.replace(query, qid=rid) if namespace else query)
-    return out
+            yield dataclasses.replace(query, qid=rid) if namespace else query
 
 
 #: An event's ``history`` when none was asked for: each query's default.
@@ -362,13 +366,18 @@ def apply_event(
 ) -> None:
     """Apply one event to a ``{qid: query}`` mapping in place; a subscribe event's
     queries are ``subscribed(event)`` (``SubscriptionEvent.queries``: parsed)."""
+    check_op(event)
     if event.op == "subscribe":
         for query in subscribed(event):
             queries[query.qid] = query
-    elif event.op == "unsubscribe":
+    else:
         for qid in event.ids:
             queries.pop(qid, None)
-    else:
+
+
+def check_op(event: SubscriptionEvent) -> None:
+    """Raise ``XSCL-S014`` unless ``event`` subscribes or unsubscribes."""
+    if event.op not in ("subscribe", "unsubscribe"):
         raise SubscriptionError.from_code(
             "XSCL-S014", f"event {event.version}: unknown op {event.op!r}"
         )

@@ -7,9 +7,8 @@ run and whose workers would read each event once anyway). It compiles every subs
 that has no compiled folder yet (``table``), so a restart compiles nothing again
 and a new event only its own queries::
 
-    spark.createDataFrame(parts)          # (event, part, parts): one row per task
-         .repartition(n)
-         .mapInArrow(CompileParts(registry), schema)   # executors
+    spark.range(0, n, 1, n)                            # one row (a part's index) per task
+         .mapInArrow(CompileParts(registry, parts), schema)   # executors
          .write.partitionBy("event").parquet(staging)  # tasks write the files
     staging/event=N  ->  REGISTRY/compiled/event=N     # driver: one rename per event
 
@@ -17,7 +16,11 @@ An event of many queries is split into parts (``QUERIES_PER_PART`` each, at most
 one per core): a task reads the event's file from the registry folder, parses
 it (every part parses the whole file: splitting it needs the parser; parsing is
 about a sixth of compiling, docs/benchmarks.md) and compiles the queries at
-positions ``part, part + parts, ...``.
+positions ``part, part + parts, ...``. It parses one query at a time and yields
+``QUERIES_PER_BATCH`` compiled queries at a time, so what it holds does not grow
+with the event (at 1M subscriptions a task that held its whole event's ASTs took
+gigabytes). Its Python workers run in a daemon of their own (``COMPILE_ENV``, see
+``worker_daemon``).
 
 Queries the workers cannot get from the table are taken from their texts
 (``sources.FromTexts``), so the job is an optimisation, never a condition: a
@@ -31,7 +34,7 @@ documents its classes):
 * ``compile_registry``, ``pending_parts``: driver, once per job start; read the
   event files' ids only.
 * ``compile_in_process``: the same compilation without Spark (tests, benchmarks).
-* ``CompileParts``: pickled once per job (it holds the registry path only) and
+* ``CompileParts``: pickled once per job (it holds the registry path and the parts) and
   called in an executor's Python worker once per task with that task's rows;
   yields Arrow record batches (``table.SCHEMA`` plus ``event``).
 """
@@ -59,6 +62,8 @@ from xscl.service.compiled.table import (
     write_event,
 )
 from xscl.service.subscriptions import SubscriptionLog
+from xscl.service.worker_heap import release_free_memory
+from xscl.spark_plugin.worker_daemon import COMPILE_ENV
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,6 +78,9 @@ __all__ = [
 
 #: Queries of one event compiled by one task, at least (each part parses the whole file).
 QUERIES_PER_PART = 2_000
+
+#: Compiled queries per record batch a task yields (what it holds at once).
+QUERIES_PER_BATCH = 2_000
 
 #: What ``CompileParts`` yields: the compiled table's columns and the event.
 OUTPUT = pa.schema([("event", pa.int32()), *SCHEMA])
@@ -123,25 +131,38 @@ class CompileParts:
     """``mapInArrow``'s function: compiles the parts in its task's batches (executor)."""
 
     registry: str
+    #: what each row's ``id`` (``spark.range``: one row per task) compiles
+    parts: tuple[Part, ...]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         log = SubscriptionLog(self.registry)
         texts = FromTexts()
         for batch in batches:
-            for row in batch.to_pylist():
-                part = Part(int(row["event"]), int(row["part"]), int(row["parts"]))
-                queries = log.event(part.event).queries()
+            for index in batch.column("id").to_pylist():
+                part = self.parts[index]
                 mine: list[tuple[int, CompiledQuery]] = []
-                for position in range(part.part, len(queries), part.parts):
+                # parsed one at a time: the task holds its chunk, not the whole event
+                for position, query in enumerate(log.event(part.event).iter_queries()):
+                    if position % part.parts != part.part:
+                        continue
                     try:
-                        normal = texts.shapes.normal(queries[position])
+                        normal = texts.shapes.normal(query)
                         assignment = texts.shapes.assignment(normal)
                     except XsclError:
                         continue  # its event stays uncompiled (module docstring)
                     mine.append((position, CompiledQuery(normal, assignment)))
-                compiled = compiled_batch(mine)
-                event = pa.array([part.event] * compiled.num_rows, pa.int32())
-                yield pa.RecordBatch.from_arrays([event, *compiled.columns], schema=OUTPUT)
+                    if len(mine) == QUERIES_PER_BATCH:
+                        yield _batch(part.event, mine)
+                        mine = []
+                if mine:
+                    yield _batch(part.event, mine)
+        release_free_memory()  # a reused worker: what parsing the event took goes back
+
+
+def _batch(event: int, compiled: list[tuple[int, CompiledQuery]]) -> pa.RecordBatch:
+    table = compiled_batch(compiled)
+    events = pa.array([event] * table.num_rows, pa.int32())
+    return pa.RecordBatch.from_arrays([events, *table.columns], schema=OUTPUT)
 
 
 def compile_registry(
@@ -159,15 +180,19 @@ def compile_registry(
     if not parts:
         return []
     staging = registry / "compiled" / f".staging-{uuid.uuid4().hex}"
+    # One row per partition, made in the JVM: a DataFrame of the parts themselves ran a
+    # Python task first (in a daemon of its own, which built every subscription from its
+    # text), and ``repartition`` put both rows of two parts in one task.
+    environment = spark.sparkContext.environment
+    environment[COMPILE_ENV] = "1"  # captured by the function below: its own daemon
     try:
-        rows = [(p.event, p.part, p.parts) for p in parts]
-        (
-            spark.createDataFrame(rows, "event INT, part INT, parts INT")
-            .repartition(len(rows))
-            .mapInArrow(CompileParts(str(registry)), from_arrow_schema(OUTPUT))
-            .write.partitionBy("event")
-            .parquet(str(staging))
+        compiled = spark.range(0, len(parts), 1, len(parts)).mapInArrow(
+            CompileParts(str(registry), tuple(parts)), from_arrow_schema(OUTPUT)
         )
+    finally:
+        del environment[COMPILE_ENV]
+    try:
+        compiled.write.partitionBy("event").parquet(str(staging))
         return _publish(registry, staging, sorted({p.event for p in parts}))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -176,8 +201,9 @@ def compile_registry(
 def compile_in_process(registry: str | Path, version: int) -> bool:
     """Compile subscribe event ``version`` in this process, as one task would, and write it
     (tests and benchmarks; no Spark); False when it was compiled already or is incomplete."""
-    request = pa.RecordBatch.from_pylist([{"event": version, "part": 0, "parts": 1}])
-    out = pa.Table.from_batches(list(CompileParts(str(registry))(iter([request]))), OUTPUT)
+    request = pa.RecordBatch.from_pylist([{"id": 0}])
+    compile_part = CompileParts(str(registry), (Part(version, 0, 1),))
+    out = pa.Table.from_batches(list(compile_part(iter([request]))), OUTPUT)
     if out.num_rows != len(SubscriptionLog(registry).event(version).ids):
         return False
     return write_event(registry, version, out)

@@ -33,11 +33,19 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+from collections.abc import Mapping
 
 #: The module of each zipped package whose bytes must match the installed copy's.
 VERSION_FILES = ("pyspark/version.py", "py4j/version.py")
 #: The daemon's environment variable naming the job's registry to build before forking.
 PREBUILD_ENV = "XSCL_PREBUILD_REGISTRY"
+#: In the compile job's Python workers' environment (``compile_job`` sets it in
+#: ``SparkContext.environment``, by which Spark keys its Python daemons): they run in a
+#: daemon of their own, which builds no subscriptions. The streaming job's daemon starts
+#: after the compile job and builds from the compiled table; without the mark the compile
+#: job's tasks started it first, and it built every subscription from its text before the
+#: job compiled them (docs/benchmarks.md, "The compile job's own daemon").
+COMPILE_ENV = "XSCL_COMPILE_JOB"
 
 
 def installed_first(path: list[str]) -> list[str]:
@@ -85,12 +93,28 @@ def _read(file: str) -> bytes | None:
         return None
 
 
+def registry_to_build(environ: Mapping[str, str]) -> str | None:
+    """The registry a daemon with this environment builds before forking; none for the
+    compile job's daemon (``COMPILE_ENV``), whose tasks compile the texts instead.
+
+    >>> registry_to_build({PREBUILD_ENV: "/home/registry/xscl"})
+    '/home/registry/xscl'
+    >>> registry_to_build({PREBUILD_ENV: "/home/registry/xscl", COMPILE_ENV: "1"}) is None
+    True
+    """
+    if environ.get(COMPILE_ENV):
+        return None
+    return environ.get(PREBUILD_ENV) or None
+
+
 def prebuild(registry: str) -> None:
     """Build the registry's subscriptions in this (daemon) process, for its workers."""
     try:
+        from xscl.service.worker_heap import release_free_memory
         from xscl.spark_plugin.worker_context import worker
 
         worker().queries.prebuild(registry)
+        release_free_memory()  # what the build freed, before the workers fork
     except Exception as exc:  # an optimisation: each worker builds its own instead
         print(f"xscl: subscriptions not built before forking: {exc}", file=sys.stderr)
 
@@ -98,7 +122,7 @@ def prebuild(registry: str) -> None:
 def main() -> None:
     """Settle the path, then run pyspark's daemon (it reads ``sys.argv`` as Spark gave it)."""
     sys.path[:] = installed_first(sys.path)
-    registry = os.environ.get(PREBUILD_ENV)
+    registry = registry_to_build(os.environ)
     if registry:
         prebuild(registry)
     from pyspark.daemon import manager

@@ -1,6 +1,8 @@
 """Where a worker takes a subscribe event's compiled queries from: its texts, or the table.
 
-``EventCompiler`` is the one question ``live_queries.JobQueries`` asks per subscribe event.
+``EventCompiler`` is the one question ``live_queries.JobQueries`` asks per subscribe event;
+its answer is an iterator, so a worker registers each query as it comes and holds only
+what it keeps (docs/architecture.md, "What a Python worker keeps").
 ``FromTexts`` answers it by parsing the event's query file, normalising and
 assigning templates (once per query shape, ``ShapeMemo``); ``FromTable`` reads the
 rows the compile job wrote (``table``). Both give equal normal forms and
@@ -13,7 +15,7 @@ Where it runs: executors (``live_queries.LiveQueries``), once per subscribe even
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -22,7 +24,7 @@ from xscl.service.compiled.table import (
     CompiledQuery,
     EventQueries,
     compiled_folder,
-    read_event,
+    iter_event,
 )
 from xscl.service.subscriptions import SubscriptionEvent
 from xscl.templates.shapes import ShapeMemo
@@ -40,31 +42,30 @@ __all__ = [
 class EventCompiler(Protocol):
     """The compiled queries a subscribe event adds, in registration order."""
 
-    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]: ...
+    def compiled(self, event: SubscriptionEvent) -> Iterator[CompiledQuery]: ...
 
 
 class FromTexts:
-    """Parse, normalise and assign the event's queries (the compile job's own work)."""
+    """Parse, normalise and assign the event's queries (the compile job's own work), one
+    at a time."""
 
     def __init__(self, shapes: ShapeMemo | None = None) -> None:
         self.shapes = shapes if shapes is not None else ShapeMemo()
 
-    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]:
-        out: list[CompiledQuery] = []
-        for query in event.queries():
+    def compiled(self, event: SubscriptionEvent) -> Iterator[CompiledQuery]:
+        for query in event.iter_queries():
             normal = self.shapes.normal(query)
-            out.append(CompiledQuery(normal, self.shapes.assignment(normal)))
-        return out
+            yield CompiledQuery(normal, self.shapes.assignment(normal))
 
 
 class FromTable:
-    """Read the event's rows of the compiled table under ``registry``."""
+    """Read the event's rows of the compiled table under ``registry``, a batch at a time."""
 
     def __init__(self, registry: str | Path) -> None:
         self.registry = Path(registry)
 
-    def compiled(self, event: SubscriptionEvent) -> list[CompiledQuery]:
-        return read_event(self.registry, event.version)
+    def compiled(self, event: SubscriptionEvent) -> Iterator[CompiledQuery]:
+        return iter_event(self.registry, event.version)
 
 
 def is_compiled(registry: str | Path, version: int) -> bool:

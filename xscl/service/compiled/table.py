@@ -41,11 +41,14 @@ subscribe event (``live_queries.LiveQueries``). Nothing here is pickled.
 
 from __future__ import annotations
 
+import heapq
 import io
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,7 @@ __all__ = [
     "compiled_batch",
     "compiled_folder",
     "decode_table",
+    "iter_event",
     "publish_folder",
     "read_event",
     "write_event",
@@ -162,12 +166,14 @@ def compiled_batch(queries: Iterable[tuple[int, CompiledQuery]]) -> pa.RecordBat
 
 def decode_table(table: pa.Table) -> list[CompiledQuery]:
     """The compiled queries of ``table``, in position order (no parsing, no rewriting)."""
+    return [query for _, query in sorted(_decoded(Decoder(), table), key=itemgetter(0))]
+
+
+def _decoded(decoder: Decoder, table: pa.Table) -> Iterator[tuple[int, CompiledQuery]]:
+    """(position, compiled query) of each row of ``table``, in row order."""
     c = {name: table.column(name).to_pylist() for name in SCHEMA.names}
-    positions = c["position"]
-    decoder = Decoder()
     value, values = decoder.value, decoder.values
-    out: list[CompiledQuery] = []
-    for i in sorted(range(len(positions)), key=positions.__getitem__):
+    for i, position in enumerate(c["position"]):
         qid = c["qid"][i]
         query = _query(decoder, {name: c[name][i] for name in QUERY_COLUMNS})
         normal = NormalQuery(
@@ -184,21 +190,59 @@ def decode_table(table: pa.Table) -> list[CompiledQuery]:
             tuple(c["kinds"][i]),
             tuple(c["windows"][i]),
         )
-        out.append(CompiledQuery(normal, assignment))
-    return out
+        yield position, CompiledQuery(normal, assignment)
+
+
+#: Rows decoded at a time by ``iter_event`` from each file of an event.
+ROWS_PER_BATCH = 2_000
+#: Distinct cells ``iter_event``'s decoder remembers before it starts again: cells shared
+#: by many queries are still decoded once per this many, and the texts of cells each
+#: query has alone (a keyword's definition) are not kept for the whole event.
+DECODED_CELLS = 50_000
 
 
 def read_event(registry: str | Path, version: int) -> list[CompiledQuery]:
     """The compiled queries of subscribe event ``version`` (its folder must exist)."""
-    return decode_table(_read_columns(registry, version, SCHEMA.names))
+    return list(iter_event(registry, version))
+
+
+def iter_event(registry: str | Path, version: int) -> Iterator[CompiledQuery]:
+    """``read_event`` one query at a time: each file read ``ROWS_PER_BATCH`` rows at a
+    time and the files merged by position, so a worker holds a batch per file, not the
+    event's table and every query decoded (at 1M subscriptions those took gigabytes
+    beside the engines being built)."""
+    decoder = Decoder(limit=DECODED_CELLS)
+    streams = [_file_rows(decoder, path) for path in _part_files(registry, version)]
+    for _position, query in heapq.merge(*streams, key=itemgetter(0)):
+        yield query
+
+
+def _file_rows(decoder: Decoder, path: Path) -> Iterator[tuple[int, CompiledQuery]]:
+    """A file's rows by position: in batches when it is in position order (a compile
+    task writes its part so), else whole and sorted."""
+    file = pq.ParquetFile(path)
+    positions = file.read(columns=["position"], use_threads=False).column(0).to_pylist()
+    if any(a > b for a, b in pairwise(positions)):
+        table = file.read(columns=SCHEMA.names, use_threads=False)
+        yield from sorted(_decoded(decoder, table), key=itemgetter(0))
+        return
+    for batch in file.iter_batches(ROWS_PER_BATCH, columns=SCHEMA.names, use_threads=False):
+        yield from _decoded(decoder, pa.Table.from_batches([batch]))
+
+
+def _part_files(registry: str | Path, version: int) -> list[Path]:
+    """The Parquet files of subscribe event ``version``'s compiled folder."""
+    folder = compiled_folder(registry, version)
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
 def _read_columns(registry: str | Path, version: int, columns: Sequence[str]) -> pa.Table:
     """``columns`` of every row of subscribe event ``version``'s compiled folder."""
-    folder = compiled_folder(registry, version)
-    parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
     # ParquetFile, not read_table: that one imports pyarrow.dataset (and pandas) first
-    tables = [pq.ParquetFile(p).read(columns=list(columns), use_threads=False) for p in parts]
+    tables = [
+        pq.ParquetFile(p).read(columns=list(columns), use_threads=False)
+        for p in _part_files(registry, version)
+    ]
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table().select(list(columns))
 
 

@@ -106,17 +106,23 @@ def _plain(value: object, top: bool = False) -> Any:
 
 
 class Decoder:
-    """Decodes cells, each distinct text once (a compiled table repeats them a lot)."""
+    """Decodes cells, each distinct text once (a compiled table repeats them a lot);
+    with a ``limit``, it forgets them all once it knows that many."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
         self._known: dict[str, Any] = {}
         self._tuples: dict[tuple[str, ...], tuple[Any, ...]] = {}
 
     def value(self, text: str) -> Any:
-        """The value ``text`` encodes (the same object for the same text)."""
+        """The value ``text`` encodes (the same object for the same text while it is
+        remembered)."""
         known = self._known.get(text)
         if known is None:
             known = _tuples(json.loads(text, object_hook=self._object))
+            if self.limit is not None and len(self._known) >= self.limit:
+                self._known.clear()
+                self._tuples.clear()
             self._known[text] = known
         return known
 
