@@ -36,3 +36,18 @@ def test_a_warm_set_is_adopted_and_rebased_to_the_epochs_offsets(tmp_path: Path)
     since = built.subscriptions.since
     assert since["late"] == 7 * queries.SEQ_STRIDE
     assert {since[q] for q in since if q != "late"} == {0}
+    # only event 2 moved, so only its query was rewritten; the set now knows the offsets
+    assert built.offsets == {1: 0, 2: 7}
+
+
+def test_a_prebuilt_set_is_adopted_with_its_routing(tmp_path: Path) -> None:
+    """The daemon's build (``prebuild``) computes the routing table before workers fork."""
+    registry = tmp_path / "registry"
+    text = (REPO / "examples" / "rss" / "queries.xscl").read_text(encoding="utf-8")
+    SubscriptionLog(registry).subscribe(text, source="queries.xscl")
+    SubscriptionLog(registry, tmp_path / "applied").record_applied(1, 0)
+    live = queries.LiveQueries()
+    built = live.prebuild(str(registry))
+    assert built is not None and built._routing is not None
+    assert live.at(str(registry), 1, str(tmp_path / "applied")) is built
+    assert built.routing() is built._routing

@@ -54,6 +54,8 @@ class JobQueries:
     subscriptions: Subscriptions = field(init=False)
     #: query id -> the event it was (last) added at: its ``since`` is that event's offset
     added_at: dict[str, int] = field(default_factory=dict)
+    #: event -> the offset it took effect at, as the queries' ``since`` were set
+    offsets: dict[int, int] = field(default_factory=dict)
     _routing: RoutingTable | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -113,7 +115,8 @@ class JobQueries:
         removed = False
         for event in range(self.version + 1, version + 1):
             compiler = compiler_for(registry, event, texts)
-            removed |= self.apply(event, log, offset_of(event), compiler)
+            self.offsets[event] = offset_of(event)
+            removed |= self.apply(event, log, self.offsets[event], compiler)
         self.shapes.clear()
         settled(removed=removed)
 
@@ -121,10 +124,18 @@ class JobQueries:
         """Take each query's ``since`` from ``offsets`` (event -> offset it took effect at).
 
         Only ``since`` depends on where events took effect, so a set built with other
-        offsets (a standby's warm-up, ``pair.warm``) serves once rebased.
+        offsets (a standby's warm-up, ``pair.warm``) serves once rebased. Queries of events
+        whose offset is the same are not touched: a worker forked from the daemon's build
+        (``prebuild``) shares its pages until it writes them, and on a first start every
+        event took effect where the build assumed (at 1M subscriptions, rewriting every
+        ``since`` copied gigabytes into each worker).
         """
-        for qid, event in self.added_at.items():
-            self.subscriptions.since[qid] = offsets[event] * SEQ_STRIDE
+        moved = {event for event, offset in self.offsets.items() if offsets[event] != offset}
+        if moved:
+            for qid, event in self.added_at.items():
+                if event in moved:
+                    self.subscriptions.since[qid] = offsets[event] * SEQ_STRIDE
+        self.offsets = {event: offsets[event] for event in self.offsets}
 
 
 #: The applied-folder key of a set built before any offset was recorded (``prebuild``).
@@ -186,6 +197,7 @@ class LiveQueries:
             return None
         built = JobQueries()
         built.extend(registry, log, versions[-1], lambda _event: 0)
+        built.routing()  # here, not once per forked worker (it reads every row)
         self._built[(registry, PREBUILT)] = built
         return built
 
@@ -194,7 +206,7 @@ class LiveQueries:
         rebased to ``offsets``; None if there is none it can serve from."""
         for key, built in list(self._built.items()):
             if key[0] == registry and built.version <= version:
-                if any(event not in offsets for event in built.added_at.values()):
+                if any(event not in offsets for event in built.offsets):
                     continue
                 del self._built[key]
                 built.rebase(offsets)
