@@ -31,10 +31,11 @@ tasks), once per Python worker and registry version; nothing here is pickled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xscl.connectors.document import Document
 from xscl.engine.groups.routed import SEQ_STRIDE
 from xscl.engine.placements import Placeable, placement_of
 from xscl.engine.routing import RoutingTable
@@ -119,6 +120,18 @@ class JobQueries:
             removed |= self.apply(event, log, self.offsets[event], compiler)
         self.shapes.clear()
         settled(removed=removed)
+
+    def warm(self, documents: Iterable[Document]) -> None:
+        """Run Stage 1 over ``documents`` and forget what it found: the automaton's
+        transitions, their presearch screens and pair index are built now (a daemon's
+        build, before its workers fork and would each build and copy them)."""
+        stage1 = self.subscriptions.stage1
+        for doc in documents:
+            try:
+                stage1.evaluate_rows(doc.stream, doc.docid, doc.ts_micros, doc.xml)
+            except Exception:  # a rejected document warms what it reached
+                continue
+        stage1.counters.clear()
 
     def rebase(self, offsets: dict[int, int]) -> None:
         """Take each query's ``since`` from ``offsets`` (event -> offset it took effect at).

@@ -358,10 +358,13 @@ def _session(r: ServeRequest, startup: StartUp) -> Any:
         f"starting Spark (master {master}; xscl {xscl.__version__} from "
         f"{Path(xscl.__file__).parent})"
     )
-    from xscl.spark_plugin.worker_daemon import PREBUILD_ENV
+    from xscl.spark_plugin.worker_daemon import PREBUILD_ENV, WARM_ENV
 
     registry = r.home.registry / r.name
-    conf = {f"spark.executorEnv.{PREBUILD_ENV}": str(registry)}
+    conf = {
+        f"spark.executorEnv.{PREBUILD_ENV}": str(registry),
+        f"spark.executorEnv.{WARM_ENV}": str(r.spool),
+    }
     return build_session(r.master, f"xscl-{r.name}", conf, home=r.home.root)
 
 

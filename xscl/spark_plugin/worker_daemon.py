@@ -34,11 +34,16 @@ import os
 import sys
 import zipfile
 from collections.abc import Mapping
+from typing import Any
 
 #: The module of each zipped package whose bytes must match the installed copy's.
 VERSION_FILES = ("pyspark/version.py", "py4j/version.py")
 #: The daemon's environment variable naming the job's registry to build before forking.
 PREBUILD_ENV = "XSCL_PREBUILD_REGISTRY"
+#: The daemon's environment variable naming the job's input spool: the build is warmed on
+#: its first ``WARM_DOCUMENTS`` documents before forking (``JobQueries.warm``).
+WARM_ENV = "XSCL_PREBUILD_SPOOL"
+WARM_DOCUMENTS = 200
 #: In the compile job's Python workers' environment (``compile_job`` sets it in
 #: ``SparkContext.environment``, by which Spark keys its Python daemons): they run in a
 #: daemon of their own, which builds no subscriptions. The streaming job's daemon starts
@@ -107,16 +112,31 @@ def registry_to_build(environ: Mapping[str, str]) -> str | None:
     return environ.get(PREBUILD_ENV) or None
 
 
-def prebuild(registry: str) -> None:
-    """Build the registry's subscriptions in this (daemon) process, for its workers."""
+def prebuild(registry: str, spool: str | None = None) -> None:
+    """Build the registry's subscriptions in this (daemon) process, for its workers, and
+    warm their Stage 1 on the spool's first documents (``JobQueries.warm``)."""
     try:
         from xscl.service.worker_heap import release_free_memory
         from xscl.spark_plugin.worker_context import worker
 
-        worker().queries.prebuild(registry)
+        built = worker().queries.prebuild(registry)
+        if built is not None and spool:
+            built.warm(first_documents(spool, WARM_DOCUMENTS))
         release_free_memory()  # what the build freed, before the workers fork
     except Exception as exc:  # an optimisation: each worker builds its own instead
         print(f"xscl: subscriptions not built before forking: {exc}", file=sys.stderr)
+
+
+def first_documents(spool: str, count: int) -> list[Any]:
+    """Up to ``count`` documents from the start of ``spool`` (none if it is not there)."""
+    from xscl.connectors import SpoolReader
+
+    if not os.path.isdir(spool):
+        return []
+    reader = SpoolReader(spool)
+    start = reader.first_offset()
+    end = min(reader.next_offset(), start + count)
+    return [doc for _offset, doc in reader.iter_range(start, end)] if end > start else []
 
 
 def main() -> None:
@@ -124,7 +144,7 @@ def main() -> None:
     sys.path[:] = installed_first(sys.path)
     registry = registry_to_build(os.environ)
     if registry:
-        prebuild(registry)
+        prebuild(registry, os.environ.get(WARM_ENV))
     from pyspark.daemon import manager
 
     manager()
