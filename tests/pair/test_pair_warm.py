@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xscl.connectors.document import Document
+from xscl.connectors.spool import Spool
 from xscl.service import live_queries as queries
 from xscl.service.subscriptions import SubscriptionLog
+from xscl.spark_plugin.worker_daemon import first_documents
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,3 +54,47 @@ def test_a_prebuilt_set_is_adopted_with_its_routing(tmp_path: Path) -> None:
     assert built is not None and built._routing is not None
     assert live.at(str(registry), 1, str(tmp_path / "applied")) is built
     assert built.routing() is built._routing
+
+
+def test_a_build_warmed_on_the_spool_finds_what_a_cold_one_finds(tmp_path: Path) -> None:
+    """``JobQueries.warm`` (the daemon, on the spool's first documents) only builds what
+    Stage 1 caches: later documents give the rows a cold build gives, and nothing is
+    counted for the warm-up."""
+    registry, spool = tmp_path / "registry", tmp_path / "spool"
+    SubscriptionLog(registry).subscribe(
+        "".join(
+            f"k{n}: S//item->x[contains(title, 'w{n % 7}')][./cat = 'c{n % 3}'];\n"
+            for n in range(40)
+        ),
+        source="k.xscl",
+    )
+    docs = [
+        Document(
+            "S",
+            f"d{i}",
+            i,
+            f"<feed><item><title>w{i % 9} news</title><cat>c{i % 4}</cat></item></feed>"
+            if i % 5
+            else "<feed><item><title>broken",
+        )
+        for i in range(30)
+    ]
+    with Spool(spool) as s:
+        s.append(docs)
+    assert first_documents(str(tmp_path / "absent"), 5) == []
+    warm = queries.LiveQueries().prebuild(str(registry))
+    cold = queries.LiveQueries().prebuild(str(registry))
+    assert warm is not None and cold is not None
+    warm.warm(first_documents(str(spool), 10))
+    assert not warm.subscriptions.stage1.counters
+
+    def rows(built: queries.JobQueries, doc: Document) -> object:
+        try:
+            return built.subscriptions.stage1.evaluate_rows(
+                doc.stream, doc.docid, doc.ts_micros, doc.xml
+            )
+        except Exception as exc:
+            return type(exc).__name__
+
+    assert [rows(warm, d) for d in docs] == [rows(cold, d) for d in docs]
+    assert any(isinstance(rows(cold, d), str) for d in docs)  # the broken ones

@@ -18,8 +18,14 @@ daemon's environment (``PREBUILD_ENV``, set by ``xscl serve`` through
 ``spark.executorEnv``), the daemon registers every subscription before it forks any
 worker (``LiveQueries.prebuild``: Stage 1's automaton and index, the R_T tries, the
 output plans), freezes them out of the collector's way (``gc.freeze``), and each worker
-it forks starts with them, adopting them rebased to its epoch's offsets. Without it,
-every Python worker built them itself; measured on its own the gain was inside the
+it forks starts with them, adopting them rebased to its epoch's offsets. With
+``WARM_ENV`` (the job's spool) it first runs Stage 1 over the spool's first
+``WARM_DOCUMENTS`` documents, so the automaton's transitions and presearch screens those
+need are built in the daemon too: a worker that built them after the fork read every
+candidate of a transition, and CPython writes a reference count on every read, so it
+copied those pages. At 100k subscriptions (in one process, forked): 729 MiB copied at
+the first document and 745 MiB over 200 unwarmed; warmed on 200, 285 MiB over the next
+200. Without a build here, every Python worker built them itself; measured on its own the gain was inside the
 run-to-run spread (docs/benchmarks.md, "Subscriptions built once per executor"). A
 failure here only costs that time: the workers build their own.
 
