@@ -25,9 +25,9 @@ need are built in the daemon too: a worker that built them after the fork read e
 candidate of a transition, and CPython writes a reference count on every read, so it
 copied those pages. At 100k subscriptions (in one process, forked): 729 MiB copied at
 the first document and 745 MiB over 200 unwarmed; warmed on 200, 285 MiB over the next
-200. Without a build here, every Python worker built them itself; measured on its own the gain was inside the
-run-to-run spread (docs/benchmarks.md, "Subscriptions built once per executor"). A
-failure here only costs that time: the workers build their own.
+200. Without a build here, every Python worker built them itself; measured on its own
+the gain was inside the run-to-run spread (docs/benchmarks.md, "Subscriptions built
+once per executor"). A failure here only costs that time: the workers build their own.
 
 Where it runs: on every executor (and the driver in local mode), once per Python
 daemon Spark starts; nothing here is pickled. It must not import pyspark before the
