@@ -13,8 +13,9 @@ a fresh home, while this script samples the child's process tree every
 * the start-up's phases, each stamped with the seconds since the start (the lines
   ``xscl serve: start-up: ...`` on its stderr, and the first micro-batch's line);
 * per role (the driver's Python, the JVM, Spark's Python daemon, its workers) the
-  largest resident set and proportional set (PSS: pages a forked worker shares with
-  the daemon counted once), and the tree's largest PSS in all;
+  largest resident set, proportional set (PSS: pages a forked worker shares with
+  the daemon counted once) and private set of one process (pages it has alone: for a
+  forked worker, what it copied), and the tree's largest PSS in all;
 * the CPU seconds of the whole tree (``/proc`` per process, children included) beside
   the wall time.
 
@@ -98,7 +99,7 @@ def role(pid: int) -> str:
     if "java" in cmd.split(" ", 1)[0]:
         return "jvm"
     if "worker_daemon" in cmd or "pyspark.daemon" in cmd:
-        return "python daemon/worker"  # the daemon and the workers it forks share a cmdline
+        return "python daemon"  # or a worker it forked (same cmdline): see ``sample``
     if "xscl" in cmd:
         return "driver python"
     return "other"
@@ -120,9 +121,28 @@ def sample(pid: int) -> dict[int, dict[str, Any]]:
             "ppid": int(fields[1]),
             "rss": kb.get("Rss", 0) * 1024,
             "pss": kb.get("Pss", 0) * 1024,
+            # pages it has alone: for a forked worker, what it copied from the daemon
+            "private": (kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)) * 1024,
             "cpu": sum(int(f) for f in fields[11:15]) / TICK,
         }
+    for info in out.values():  # a daemon's child is a worker it forked
+        parent = out.get(info["ppid"])
+        if info["role"] == "python daemon" and parent and parent["role"] == "python daemon":
+            info["role"] = "python worker"
+    for p, info in out.items():  # the compile job's daemon and workers apart
+        daemon = {"python daemon": p, "python worker": info["ppid"]}.get(info["role"])
+        if daemon is not None and _compile_job(daemon):
+            info["role"] = "compile job's " + info["role"].split()[1]
     return out
+
+
+def _compile_job(pid: int) -> bool:
+    """Is ``pid`` the compile job's daemon (``worker_daemon.COMPILE_ENV`` set)?"""
+    try:
+        environ = (Path("/proc") / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    return b"XSCL_COMPILE_JOB=" in environ
 
 
 class Watch:
@@ -130,7 +150,9 @@ class Watch:
 
     def __init__(self, pid: int, period: float) -> None:
         self.pid, self.period = pid, period
-        self.peak: dict[str, dict[str, int]] = defaultdict(lambda: {"rss": 0, "pss": 0})
+        self.peak: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"rss": 0, "pss": 0, "private": 0}
+        )
         self.peak_tree_pss = 0
         self.cpu: dict[int, float] = {}
         self.samples: list[tuple[float, int, float]] = []  # (seconds, tree PSS, tree CPU)
@@ -153,6 +175,7 @@ class Watch:
                 peak = self.peak[info["role"]]
                 peak["rss"] = max(peak["rss"], info["rss"])
                 peak["pss"] = max(peak["pss"], info["pss"])
+                peak["private"] = max(peak["private"], info["private"])
                 self.cpu[p] = info["cpu"]
             total = sum(info["pss"] for info in procs.values())
             self.peak_tree_pss = max(self.peak_tree_pss, total)
@@ -303,11 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows += [(f"{s:7.1f} s", line[:120]) for s, line in job["phases"] if _shown(line)]
     for name, peak in sorted(job["peak"].items()):
-        rss, pss = peak["rss"], peak["pss"]
+        rss, pss, own = peak["rss"], peak["pss"], peak["private"]
         rows.append(
             (
                 f"peak {name}",
-                f"RSS {rss / 2**20:,.0f} MiB ({rss / n:,.0f} B/sub), PSS {pss / 2**20:,.0f} MiB",
+                f"RSS {rss / 2**20:,.0f} MiB ({rss / n:,.0f} B/sub), PSS {pss / 2**20:,.0f} "
+                f"MiB, private {own / 2**20:,.0f} MiB (one process)",
             )
         )
     rows.append(("peak tree PSS", f"{job['peak_tree_pss'] / 2**20:,.0f} MiB"))
