@@ -190,7 +190,7 @@ class Watch:
 
 
 # ------------------------------------------------------------------ the run
-def prepare(work: Path, count: int, items: int) -> tuple[Path, Path, list[str], str]:
+def prepare(work: Path, count: int, items: int) -> tuple[Path, Path, str]:
     pool = run.load_items()
     text = run.queries_text("every", count, pool)
     queries = work / "queries.xscl"
@@ -199,7 +199,7 @@ def prepare(work: Path, count: int, items: int) -> tuple[Path, Path, list[str], 
     spool = work / "spool"
     with Spool(spool) as s:
         s.append(docs)
-    return queries, spool, [d.xml for d in docs], text
+    return queries, spool, text
 
 
 def subscribe(queries: Path, home: Path) -> dict[str, Any]:
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     print(f"work folder {work}; load average {os.getloadavg()}", file=sys.stderr)
     started = time.perf_counter()
-    queries, spool, _xml, text = prepare(work, args.count, args.items)
+    queries, spool, text = prepare(work, args.count, args.items)
     print(f"prepared in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     subscribed = subscribe(queries, work / "home")
     print(f"xscl subscribe: {subscribed}", file=sys.stderr)
