@@ -165,3 +165,41 @@ def test_follow_up_scans_wait_for_the_interval(tmp_path: Path) -> None:
     assert runs.step() > 0
     scans = json.loads((tmp_path / "history" / "1" / "_scans.json").read_text())
     assert scans == {str(7 * DAY): {"first": True, "closed": False, "to": 40}}
+
+
+def test_an_event_subscribed_with_no_history_is_owed_nothing_and_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--history 0``: the event is finished at the first step, with no scan and no
+    query parsed (the driver parsed a whole 100,000-query event for nothing before);
+    an event with a history is grouped once, however many steps follow."""
+    reader = spooled(tmp_path / "spool", documents(40))
+    log = SubscriptionLog(tmp_path / "registry")
+    none = log.subscribe(QUERIES, source="q.xscl", history=0)
+    log.record_applied(none.version, 30)
+    parsed: list[int] = []
+    real = groups
+
+    def counted(event: Any) -> Any:
+        parsed.append(event.version)
+        return real(event)
+
+    monkeypatch.setattr("xscl.service.history_runs.groups", counted)
+    scans: list[str] = []
+
+    def scanner(
+        event: Any, ids: Any, span: HistorySpan, end: int, *, last: bool, into: Path
+    ) -> int:
+        scans.append(f"{event.version}:{span.start}-{end}")
+        return 0
+
+    runs = HistoryRuns(log, str(reader.path), tmp_path / "history", scanner)
+    assert runs.step() == 0
+    assert (runs.finished, parsed, scans) == ({none.version}, [], [])
+    assert not (tmp_path / "history").exists()
+    day = log.subscribe(QUERIES.replace("coverage", "cov2").replace("alone", "alone2"),
+                        source="q2.xscl", history=DAY)  # fmt: skip
+    log.record_applied(day.version, 35)
+    runs.step()
+    runs.step()
+    assert parsed == [day.version] and scans  # scanned, grouped once

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from xscl.connectors.document import Document
 from xscl.connectors.spool import Spool
 from xscl.service import live_queries as queries
@@ -52,8 +54,45 @@ def test_a_prebuilt_set_is_adopted_with_its_routing(tmp_path: Path) -> None:
     live = queries.LiveQueries()
     built = live.prebuild(str(registry))
     assert built is not None and built._routing is not None
+    # its time and hop classes too: a forked worker reads them, never rebuilds them
+    assert {"time_classes", "hop_classes"} <= set(vars(built._routing))
     assert live.at(str(registry), 1, str(tmp_path / "applied")) is built
     assert built.routing() is built._routing
+
+
+def test_the_daemon_settles_what_the_build_and_its_warm_up_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``worker_daemon.prebuild`` freezes the heap (``worker_heap.settled``) after the
+    routing table and the warm-up, which come after the build's own settling: a
+    collection in a forked worker then walks none of them (it copied the pages they
+    lie on: 71 MiB at 100,000 subscriptions, docs/benchmarks.md)."""
+    from xscl.spark_plugin import worker_context, worker_daemon
+
+    registry, spool = tmp_path / "registry", tmp_path / "spool"
+    text = (REPO / "examples" / "rss" / "queries.xscl").read_text(encoding="utf-8")
+    SubscriptionLog(registry).subscribe(text, source="queries.xscl")
+    with Spool(spool) as s:
+        s.append(
+            [Document("S", "d0", 0, "<rss><channel><item><title>x</title></item></channel></rss>")]
+        )
+    monkeypatch.setattr(worker_context, "_context", None)  # a fresh worker's context
+    order: list[str] = []
+    real_warm = queries.JobQueries.warm
+    monkeypatch.setattr(
+        queries.JobQueries,
+        "warm",
+        lambda self, docs: (order.append("warm"), real_warm(self, docs))[1],
+    )
+    monkeypatch.setattr("xscl.service.worker_heap.settled", lambda **_: order.append("settled"))
+    monkeypatch.setattr("xscl.service.live_queries.settled", lambda **_: order.append("settled"))
+    try:
+        worker_daemon.prebuild(str(registry), str(spool))
+        built = worker_context.worker().queries._built[(str(registry), queries.PREBUILT)]
+    finally:
+        monkeypatch.setattr(worker_context, "_context", None)
+    assert order == ["settled", "warm", "settled"]
+    assert built._routing is not None
 
 
 def test_a_build_warmed_on_the_spool_finds_what_a_cold_one_finds(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ import json
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from xscl.connectors.dead_letters import DeadLetter
 from xscl.engine.groups.codec import digest_rows, encode
@@ -196,9 +197,18 @@ class RoutingTable:
             frozenset(hop_roots),
         )
 
+    @cached_property
     def time_classes(self) -> dict[int, tuple[int, ...]]:
-        """The time classes of each var id at a time-placed block's top."""
+        """The time classes of each var id at a time-placed block's top (computed once:
+        a Python worker forked from the daemon that computed it reads it, never rebuilds
+        it, so it does not copy the pages of every root, ``JobQueries.routing``)."""
         return _classes(self.time_roots)
+
+    @cached_property
+    def hop_classes(self) -> dict[int, tuple[int, ...]]:
+        """The hop classes of each var id at a composite chain's time hop (once, as
+        ``time_classes``)."""
+        return _classes(self.hop_roots)
 
 
 def _classes(roots: frozenset[tuple[int, int]]) -> dict[int, tuple[int, ...]]:
@@ -250,8 +260,8 @@ class Router:
         self.table = table
         self.records = records
         self.hot = hot
-        self.time_classes = table.time_classes()
-        self.hop_classes = _classes(table.hop_roots)
+        self.time_classes = table.time_classes
+        self.hop_classes = table.hop_classes
 
     def route(
         self, offset: int, stream: str, docid: str, ts: int, xml: str, newest_before: int | None

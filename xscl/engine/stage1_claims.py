@@ -19,14 +19,41 @@ Example::
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from typing import Protocol
 
 from xscl.lang.normal_form.model import VarDef
 from xscl.xpath import Stage1
 
-#: ("value" | "nodes", var) or ("pair", parent, child)
-Requirement = tuple[str, int] | tuple[str, int, int]
+#: A requirement as one int (the key of the shared counts): a var id's value or nodes,
+#: or a pattern edge's pair, ``requirement`` below
+Requirement = int
+
+#: the kind of a claim, in a code's low two bits
+_VALUE, _NODES, _PAIR, _DEFINITION = range(4)
+#: a pair's parent id sits above its child id's 32 bits
+_CHILD_BITS = 32
+
+
+def requirement(kind: int, var_id: int, child_id: int = 0) -> Requirement:
+    """A claim as one int: ``var_id`` (and a pair's ``child_id``) above its kind's two
+    bits (``_VALUE``, ``_NODES``, ``_PAIR``, ``_DEFINITION``).
+
+    >>> requirement(_PAIR, 3, 7) == ((3 << 32 | 7) << 2 | _PAIR)
+    True
+    >>> _decoded(requirement(_PAIR, 3, 7)), _decoded(requirement(_VALUE, 5))
+    ((2, 3, 7), (0, 5, 0))
+    """
+    return (var_id << _CHILD_BITS | child_id) << 2 | kind if kind == _PAIR else var_id << 2 | kind
+
+
+def _decoded(code: int) -> tuple[int, int, int]:
+    """(kind, var id or parent id, child id or 0) of a ``requirement``."""
+    kind, rest = code & 3, code >> 2
+    if kind == _PAIR:
+        return kind, rest >> _CHILD_BITS, rest & ((1 << _CHILD_BITS) - 1)
+    return kind, rest, 0
 
 
 class Stage1Requests(Protocol):
@@ -39,49 +66,61 @@ class Stage1Requests(Protocol):
 
 
 class Stage1Claims:
-    """One query's registrations and requirements (see the module docstring)."""
+    """One query's registrations and requirements (see the module docstring).
+
+    They are kept as one array of ints (``requirement``), read only when the query is
+    removed: a list of definitions and a list of requirement tuples per query were
+    about 970 bytes and 13 objects per subscription of a Python worker's build, which
+    every forked worker shares with its daemon (docs/benchmarks.md, "Where a
+    worker's memory goes")."""
+
+    __slots__ = ("codes", "counts", "stage1")
 
     def __init__(self, stage1: Stage1, counts: Counter[Requirement]) -> None:
         self.stage1 = stage1
         self.counts = counts
-        self.definitions: list[VarDef] = []
-        self.requirements: list[Requirement] = []
+        self.codes = array("q")
 
     def register(self, definition: VarDef) -> int:
         var_id = self.stage1.register(definition)
-        self.definitions.append(definition)
+        self.codes.append(requirement(_DEFINITION, var_id))
         return var_id
 
     def require_value(self, var_id: int) -> None:
-        self._claim(("value", var_id))
+        self._claim(requirement(_VALUE, var_id))
         self.stage1.require_value(var_id)
 
     def require_nodes(self, var_id: int) -> None:
-        self._claim(("nodes", var_id))
+        self._claim(requirement(_NODES, var_id))
         self.stage1.require_nodes(var_id)
 
     def require_pair(self, parent_id: int, child_id: int) -> None:
-        self._claim(("pair", parent_id, child_id))
+        self._claim(requirement(_PAIR, parent_id, child_id))
         self.stage1.require_pair(parent_id, child_id)
 
-    def _claim(self, requirement: Requirement) -> None:
-        self.counts[requirement] += 1
-        self.requirements.append(requirement)
+    def _claim(self, code: Requirement) -> None:
+        self.counts[code] += 1
+        self.codes.append(code)
 
     def release(self) -> None:
         """Give back every claim (requirements first, then the registrations)."""
-        for requirement in self.requirements:
-            self.counts[requirement] -= 1
-            if self.counts[requirement] > 0:
+        stage1 = self.stage1
+        definitions: list[int] = []
+        for code in self.codes:
+            kind, var_id, child_id = _decoded(code)
+            if kind == _DEFINITION:
+                definitions.append(var_id)
                 continue
-            del self.counts[requirement]
-            if requirement[0] == "pair":
-                self.stage1.release_pair(requirement[1], requirement[2])  # type: ignore[misc]
-            elif requirement[0] == "value":
-                self.stage1.release_value(requirement[1])
+            self.counts[code] -= 1
+            if self.counts[code] > 0:
+                continue
+            del self.counts[code]
+            if kind == _PAIR:
+                stage1.release_pair(var_id, child_id)
+            elif kind == _VALUE:
+                stage1.release_value(var_id)
             else:
-                self.stage1.release_nodes(requirement[1])
-        for definition in self.definitions:
-            self.stage1.unregister(definition)
-        self.requirements.clear()
-        self.definitions.clear()
+                stage1.release_nodes(var_id)
+        for var_id in definitions:
+            stage1.unregister(stage1.definition(var_id))
+        self.codes = array("q")

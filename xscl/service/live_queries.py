@@ -44,6 +44,7 @@ from xscl.service.compiled.sources import EventCompiler, FromTexts, compiler_for
 from xscl.service.subscriptions import SubscriptionLog, check_op
 from xscl.service.worker_heap import settled
 from xscl.templates.shapes import ShapeMemo
+from xscl.xpath import Stage1Error
 
 
 @dataclass
@@ -66,7 +67,8 @@ class JobQueries:
     def routing(self) -> RoutingTable:
         """What routing needs of this version (computed once per version)."""
         if self._routing is None:
-            self._routing = RoutingTable.of(self.subscriptions)
+            table = self._routing = RoutingTable.of(self.subscriptions)
+            table.time_classes, table.hop_classes  # noqa: B018 (computed here, once)
         return self._routing
 
     # ------------------------------------------------------------------ building
@@ -129,7 +131,7 @@ class JobQueries:
         for doc in documents:
             try:
                 stage1.evaluate_rows(doc.stream, doc.docid, doc.ts_micros, doc.xml)
-            except Exception:  # a rejected document warms what it reached
+            except Stage1Error:  # a document routing rejects warms what it reached
                 continue
         stage1.counters.clear()
 

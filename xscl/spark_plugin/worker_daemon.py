@@ -122,12 +122,13 @@ def prebuild(registry: str, spool: str | None = None) -> None:
     """Build the registry's subscriptions in this (daemon) process, for its workers, and
     warm their Stage 1 on the spool's first documents (``JobQueries.warm``)."""
     try:
-        from xscl.service.worker_heap import release_free_memory
+        from xscl.service.worker_heap import release_free_memory, settled
         from xscl.spark_plugin.worker_context import worker
 
         built = worker().queries.prebuild(registry)
         if built is not None and spool:
             built.warm(first_documents(spool, WARM_DOCUMENTS))
+        settled()  # the routing table and the warm-up's caches too (``worker_heap``)
         release_free_memory()  # what the build freed, before the workers fork
     except Exception as exc:  # an optimisation: each worker builds its own instead
         print(f"xscl: subscriptions not built before forking: {exc}", file=sys.stderr)

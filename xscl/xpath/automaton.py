@@ -120,7 +120,9 @@ class TrieNode:
     predicate_key: int
     compiled: tuple[CompiledPredicate, ...] = ()
     refcount: int = 0
-    children: dict[StepKey, TrieNode] = field(default_factory=dict)
+    #: None until its first child (most trie nodes are leaves: an empty dict each was
+    #: about 120 bytes per subscription)
+    children: dict[StepKey, TrieNode] | None = None
     #: var ids whose definition ends here (a list: most nodes have none or one)
     var_ids: list[int] = field(default_factory=list)
 
@@ -130,7 +132,7 @@ class TrieNode:
 
     @property
     def has_descendant_children(self) -> bool:
-        return any(axis == "//" for axis, _, _ in self.children)
+        return any(axis == "//" for axis, _, _ in self.children or ())
 
     def terms(self) -> Terms | None:
         """The presearch terms of the node's function predicates (all must hold: the most
@@ -473,7 +475,7 @@ class Automaton:
         node.refcount += 1
         for step in steps:
             key: StepKey = (step.axis, step.test, step.predicates)
-            child = node.children.get(key)
+            child = node.children.get(key) if node.children else None
             if child is None:
                 child = self._new_child(node, key)
             child.refcount += 1
@@ -505,6 +507,8 @@ class Automaton:
             compile_predicates(predicates, self._paths, self._functions),
         )
         self._next_id += 1
+        if parent.children is None:
+            parent.children = {}
         parent.children[key] = child
         self.nodes[child.id] = child
         # a trie node's index of children is made with its first child (most are leaves)
@@ -521,6 +525,7 @@ class Automaton:
         return child
 
     def _unlink(self, parent: TrieNode, child: TrieNode) -> None:
+        assert parent.children is not None  # ``child`` is one of them
         del parent.children[(child.axis, child.test, child.predicates)]
         del self.nodes[child.id]
         self._slash.pop(child.id, None)
