@@ -228,6 +228,8 @@ def serve(args: argparse.Namespace, spool: Path, home: Path) -> dict[str, Any]:
         "--once",
         "--max-records-per-batch",
         str(args.batch),
+        "--fresh-workers",
+        args.fresh_workers,
     ]
     start = time.perf_counter()
     child = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
@@ -288,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--batch", type=int, default=250, help="--max-records-per-batch")
     parser.add_argument("--period", type=float, default=2.0, help="seconds between samples")
+    parser.add_argument(
+        "--fresh-workers", choices=("auto", "on", "off"), default="auto", help="xscl serve's"
+    )
     parser.add_argument("--work", type=Path, help="folder (default: a new temporary one)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from xscl.cli.job_args import add_job_arguments
 from xscl.connectors.spool import read_head
 from xscl.errors import ConnectorIOError, XsclSyntaxError
+from xscl.spark_plugin.worker_reuse import FRESH_WORKERS_FROM
 
 if TYPE_CHECKING:
     from xscl.spark_plugin.serve import JobReport
@@ -51,6 +52,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_job_arguments(parser)
+    parser.add_argument(
+        "--fresh-workers",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: every Spark task's Python worker is forked afresh from the daemon that "
+        "built the subscriptions (spark.python.worker.reuse=false), so the pages a worker "
+        "copies go when its task ends; each task pays a fork and pyspark's imports. auto "
+        f"(default): on when the registry holds {FRESH_WORKERS_FROM:,} subscriptions or "
+        "more at start (docs/architecture.md, 'Fresh workers for large registries'); a "
+        "--conf spark.python.worker.reuse in PYSPARK_SUBMIT_ARGS wins",
+    )
     parser.set_defaults(func=run)
 
 
@@ -173,6 +185,7 @@ def run_job(args: argparse.Namespace) -> JobReport:
         progress_seconds=args.progress_seconds,
         lease=args.lease, lease_seconds=args.lease_seconds, renew_seconds=args.renew_seconds,
         lease_name=args.lease_name, lease_namespace=args.lease_namespace, cel=cel,
+        fresh_workers=args.fresh_workers,
     )  # fmt: skip
     report = spark_serve.serve(request)
     if cel is not None and cel.rejected and report.exit_code == 0:

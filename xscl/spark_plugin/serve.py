@@ -79,6 +79,8 @@ class ServeRequest:
     lease_name: str | None = None
     lease_namespace: str | None = None
     cel: CelServe | None = None
+    #: ``--fresh-workers``: auto, on or off (``worker_reuse``)
+    fresh_workers: str = "auto"
 
 
 @dataclass
@@ -184,7 +186,7 @@ def _start(r: ServeRequest) -> JobReport:
         from xscl.service.pair.epochs import EpochFolders
         from xscl.spark_plugin.pair.warm import StandbyWarmer
 
-        spark = _session(r, startup)
+        spark = _session(r, startup, log)
         scratch = home.tmp / f"standby-{lease.identity.holder}"
         plan = _job_plan(r, log, EpochFolders(home.root, r.name, 0))
         warmer = StandbyWarmer(spark, plan, scratch)
@@ -349,9 +351,10 @@ def _fenced_exit(reason: str) -> None:
     os._exit(EXIT_FENCED)
 
 
-def _session(r: ServeRequest, startup: StartUp) -> Any:
+def _session(r: ServeRequest, startup: StartUp, log: SubscriptionLog) -> Any:
     import xscl
-    from xscl.spark_plugin.session import MASTER_ENV, build_session
+    from xscl.spark_plugin.session import MASTER_ENV, build_session, submitted_settings
+    from xscl.spark_plugin.worker_reuse import REUSE_SETTING, fresh_workers
 
     master = r.master or os.environ.get(MASTER_ENV) or "local[2] unless spark-submit set one"
     startup.phase(
@@ -365,6 +368,14 @@ def _session(r: ServeRequest, startup: StartUp) -> Any:
         f"spark.executorEnv.{PREBUILD_ENV}": str(registry),
         f"spark.executorEnv.{WARM_ENV}": str(r.spool),
     }
+    given = REUSE_SETTING in submitted_settings(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    subscriptions = _subscription_count(log)[0]
+    if not given and fresh_workers(r.fresh_workers, subscriptions):
+        conf[REUSE_SETTING] = "false"
+        startup.phase(
+            f"each task gets a fresh Python worker, forked from the daemon that builds the "
+            f"{subscriptions:,} subscriptions (--fresh-workers {r.fresh_workers})"
+        )
     return build_session(r.master, f"xscl-{r.name}", conf, home=r.home.root)
 
 
@@ -399,8 +410,14 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
 
 
 def _subscribed(log: SubscriptionLog) -> str:
-    """How many queries the registry holds, and at which version (the events' ids only:
-    no query is parsed)."""
+    """How many queries the registry holds, and at which version."""
+    count, version = _subscription_count(log)
+    return f"{count:,} subscription(s) at version {version}"
+
+
+def _subscription_count(log: SubscriptionLog) -> tuple[int, int]:
+    """How many queries the registry holds, and its version (the events' ids only: no
+    query is parsed)."""
     ids: set[str] = set()
     version = 0
     for event in log.events():
@@ -409,7 +426,7 @@ def _subscribed(log: SubscriptionLog) -> str:
             ids.update(event.ids)
         elif event.op == "unsubscribe":
             ids.difference_update(event.ids)
-    return f"{len(ids):,} subscription(s) at version {version}"
+    return len(ids), version
 
 
 def _start_cel(
@@ -504,7 +521,7 @@ def _run_primary(
     if interrupts.requested.is_set():
         return _interrupted(spark, after)
     if spark is None:
-        spark = _session(r, startup)
+        spark = _session(r, startup, log)
     interrupts.arm()
     if not startup.quiet:
         startup.phase(f"{_subscribed(log)} in the job's registry {log.folder}")
