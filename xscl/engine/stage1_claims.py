@@ -32,7 +32,8 @@ Requirement = int
 
 #: the kind of a claim, in a code's low two bits
 _VALUE, _NODES, _PAIR, _DEFINITION = range(4)
-#: a pair's parent id sits above its child id's 32 bits
+#: a pair's parent id sits above its child id's 32 bits (var ids count the definitions
+#: Stage 1 ever registered, from 1: far below 2**29, which keeps a pair's code in 64 bits)
 _CHILD_BITS = 32
 
 

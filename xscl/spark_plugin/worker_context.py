@@ -1,8 +1,10 @@
 """What a Python worker keeps between Spark tasks, in one object.
 
-Spark reuses a Python worker for many tasks of the job (``spark.python.worker.reuse``),
-so what is expensive to build is built once per worker and kept here, never in module
-globals of the modules that use it:
+Spark reuses a Python worker for many tasks of the job (``spark.python.worker.reuse``;
+with ``xscl serve --fresh-workers`` each task is a new fork of the daemon instead, which
+starts with the daemon's own context, ``worker_reuse``), so what is expensive to build
+is built once per worker and kept here, never in module globals of the modules that use
+it:
 
 * ``queries``: the subscriptions at each registry version (``service.live_queries``):
   built from the compiled table or the texts, then extended event by event;

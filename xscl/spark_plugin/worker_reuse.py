@@ -6,8 +6,8 @@ shares the daemon's pages until it writes one, and CPython writes an object's re
 count whenever it reads it: a reused worker keeps every page its tasks read, copied.
 With fresh workers each task is a new fork and its copies go when it ends. Measured
 (docs/benchmarks.md, "Where a worker's memory goes"): at 100,000 subscriptions, fresh
-workers took the tree's peak PSS from 5.1 to 3.3 GiB for the same wall time, and each
-batch's tasks 4.2 s more for pyspark's imports in the new workers; at 1,000,000 on
+workers took the tree's peak PSS from 5.1 to 3.3 GiB for the same wall time, and the
+second batch 4.2 s more (pyspark's imports in each new worker); at 1,000,000 on
 24 GB, only fresh workers (and batches of 20 records) let the job run at all. So
 ``auto`` turns them on from ``FRESH_WORKERS_FROM`` subscriptions, where a reused
 worker's copies would no longer fit beside the daemon's build on one machine; below
