@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run XSCL queries continuously over a spool with Spark Structured Streaming.",
     )
     add_job_arguments(parser)
+    # under spark-submit Spark's own settings rule: give it spark.python.worker.reuse
+    parser.set_defaults(fresh_workers="off")
     return parser
 
 

@@ -13,6 +13,10 @@ second batch 4.2 s more (pyspark's imports in each new worker); at 1,000,000 on
 worker's copies would no longer fit beside the daemon's build on one machine; below
 it the batches keep their latency.
 
+Under ``spark-submit`` (``spark_plugin.submit``) xscl leaves the setting to Spark's own
+configuration (``--fresh-workers`` is ``off`` there): give it
+``--conf spark.python.worker.reuse=false`` for a large registry.
+
 Where it runs: the driver, once per ``xscl serve`` start (the session's settings).
 
 >>> fresh_workers("auto", 10_000), fresh_workers("auto", FRESH_WORKERS_FROM)
