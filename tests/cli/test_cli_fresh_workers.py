@@ -33,7 +33,8 @@ def _settings(
     monkeypatch.setattr(session, "build_session", build)
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", submitted)
     request = serve.ServeRequest(home, "job", tmp_path / "spool", None, fresh_workers=choice)
-    assert serve._session(request, serve.StartUp(quiet=False), log) == "session"
+    count = serve._subscription_count(log)[0]
+    assert serve._session(request, serve.StartUp(quiet=False), count) == "session"
     return captured
 
 

@@ -186,7 +186,7 @@ def _start(r: ServeRequest) -> JobReport:
         from xscl.service.pair.epochs import EpochFolders
         from xscl.spark_plugin.pair.warm import StandbyWarmer
 
-        spark = _session(r, startup, log)
+        spark = _session(r, startup, _subscription_count(log)[0])
         scratch = home.tmp / f"standby-{lease.identity.holder}"
         plan = _job_plan(r, log, EpochFolders(home.root, r.name, 0))
         warmer = StandbyWarmer(spark, plan, scratch)
@@ -351,7 +351,9 @@ def _fenced_exit(reason: str) -> None:
     os._exit(EXIT_FENCED)
 
 
-def _session(r: ServeRequest, startup: StartUp, log: SubscriptionLog) -> Any:
+def _session(r: ServeRequest, startup: StartUp, subscriptions: int) -> Any:
+    """Spark, started with the job's settings (``subscriptions``: how many the registry
+    holds, for ``--fresh-workers auto``)."""
     import xscl
     from xscl.spark_plugin.session import MASTER_ENV, build_session, submitted_settings
     from xscl.spark_plugin.worker_reuse import REUSE_SETTING, fresh_workers
@@ -369,7 +371,6 @@ def _session(r: ServeRequest, startup: StartUp, log: SubscriptionLog) -> Any:
         f"spark.executorEnv.{WARM_ENV}": str(r.spool),
     }
     given = REUSE_SETTING in submitted_settings(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
-    subscriptions = _subscription_count(log)[0]
     if not given and fresh_workers(r.fresh_workers, subscriptions):
         conf[REUSE_SETTING] = "false"
         startup.phase(
@@ -407,12 +408,6 @@ def _job_plan(r: ServeRequest, log: SubscriptionLog, folders: Any) -> Any:
         applied=str(folders.applied),
         published=str(folders.published),
     )
-
-
-def _subscribed(log: SubscriptionLog) -> str:
-    """How many queries the registry holds, and at which version."""
-    count, version = _subscription_count(log)
-    return f"{count:,} subscription(s) at version {version}"
 
 
 def _subscription_count(log: SubscriptionLog) -> tuple[int, int]:
@@ -520,11 +515,12 @@ def _run_primary(
     output = folders.results
     if interrupts.requested.is_set():
         return _interrupted(spark, after)
+    subscriptions, version = _subscription_count(log)  # once: it reads every event's ids
     if spark is None:
-        spark = _session(r, startup, log)
+        spark = _session(r, startup, subscriptions)
     interrupts.arm()
-    if not startup.quiet:
-        startup.phase(f"{_subscribed(log)} in the job's registry {log.folder}")
+    held = f"{subscriptions:,} subscription(s) at version {version}"
+    startup.phase(f"{held} in the job's registry {log.folder}")
     plan = replace(_job_plan(r, log, folders), fence=fence_of(lease.spec(), epoch))
     printer = ProgressPrinter(
         None if r.quiet else _stderr_line, results=CommittedResults(output), query=plan.name
